@@ -1,0 +1,180 @@
+//! A workdir: an open root descriptor plus the policy that names what a
+//! client may reach beneath it.
+
+use std::path::Path;
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, fstat, openat, statat};
+use rustix::io::Errno;
+
+use crate::sys::linux;
+use crate::{FsError, PathPolicy, RelPath, Resolver};
+
+/// One configured workdir, opened once.
+///
+/// # Security
+///
+/// The root is the only path ever opened by name (at [`Workdir::open`]);
+/// everything else is resolved beneath the root descriptor, refusing
+/// symlinks in every component, so renaming or replacing the root's path
+/// later cannot redirect requests.
+#[derive(Debug)]
+pub struct Workdir {
+    root: OwnedFd,
+    policy: PathPolicy,
+    resolver: Resolver,
+}
+
+/// What kind of object a directory entry is, as shown to clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A FIFO, socket or device (never opened).
+    Other,
+}
+
+impl EntryKind {
+    pub(crate) fn of(stat: &Stat) -> EntryKind {
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => EntryKind::File,
+            FileType::Directory => EntryKind::Directory,
+            FileType::Symlink => EntryKind::Symlink,
+            _ => EntryKind::Other,
+        }
+    }
+
+    /// The wire name: `file`, `directory`, `symlink` or `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Directory => "directory",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Other => "other",
+        }
+    }
+}
+
+impl Workdir {
+    /// Opens the root directory `path`.
+    ///
+    /// # Errors
+    ///
+    /// `SYMLINK_NOT_ALLOWED` if `path` itself is a symlink,
+    /// `NOT_A_DIRECTORY`, `PATH_NOT_FOUND`, `ACCESS_DENIED`.
+    pub fn open(path: &Path, policy: PathPolicy, resolver: Resolver) -> Result<Workdir, FsError> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let root = match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOTDIR) => {
+                return Err(match rustix::fs::lstat(path) {
+                    Ok(st) if EntryKind::of(&st) == EntryKind::Symlink => FsError::Symlink,
+                    _ => FsError::NotADirectory,
+                });
+            }
+            Err(errno) => return Err(FsError::from_errno(errno)),
+        };
+        Ok(Workdir {
+            root,
+            policy,
+            resolver,
+        })
+    }
+
+    /// The naming policy of this workdir.
+    pub fn policy(&self) -> &PathPolicy {
+        &self.policy
+    }
+
+    /// Parses a caller's path and applies the naming policy.
+    ///
+    /// # Errors
+    ///
+    /// The codes of [`RelPath::parse`] and [`PathPolicy::check`].
+    pub fn parse_path(&self, input: &str) -> Result<RelPath, FsError> {
+        let path = RelPath::parse(input)?;
+        self.policy.check(&path)?;
+        Ok(path)
+    }
+
+    pub(crate) fn root_fd(&self) -> BorrowedFd<'_> {
+        self.root.as_fd()
+    }
+
+    /// Opens the directory holding `path`'s final component (the root for
+    /// the root itself) as an `O_PATH` descriptor.
+    pub(crate) fn open_parent(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
+        let parent = path.split_last().map_or(&[][..], |(parent, _)| parent);
+        self.resolver.open_dir(self.root_fd(), parent)
+    }
+
+    /// Opens the directory at `path` for reading its entries.
+    pub(crate) fn open_directory(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let parent = self.open_parent(path)?;
+        let name = path.file_name().unwrap_or(".");
+        let fd = match openat(parent.as_fd(), name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOTDIR) => return Err(linux::classify_not_dir(parent.as_fd(), name)),
+            Err(errno) => return Err(FsError::from_errno(errno)),
+        };
+        linux::debug_assert_beneath(self.root_fd(), &fd);
+        Ok(fd)
+    }
+
+    /// Opens the regular file at `path` for reading, returning the
+    /// descriptor and its `fstat`.
+    ///
+    /// The type is checked by a no-follow stat *before* opening, so a FIFO
+    /// or device is never opened at all; the open itself uses `O_NOFOLLOW |
+    /// O_NONBLOCK` so that an object swapped in between cannot follow a
+    /// link or block, and the descriptor's own stat must show the same
+    /// regular file.
+    pub(crate) fn open_file(&self, path: &RelPath) -> Result<(OwnedFd, Stat), FsError> {
+        let Some(name) = path.file_name() else {
+            return Err(FsError::NotAFile);
+        };
+        let parent = self.open_parent(path)?;
+        let before =
+            statat(parent.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
+        require_regular(&before)?;
+        let flags = OFlags::RDONLY
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::NOCTTY
+            | OFlags::CLOEXEC;
+        let fd = openat(parent.as_fd(), name, flags, Mode::empty()).map_err(FsError::from_errno)?;
+        let stat = fstat(&fd).map_err(FsError::from_errno)?;
+        require_regular(&stat)?;
+        if (stat.st_dev, stat.st_ino) != (before.st_dev, before.st_ino) {
+            return Err(FsError::ChangedDuringRead);
+        }
+        linux::debug_assert_beneath(self.root_fd(), &fd);
+        Ok((fd, stat))
+    }
+
+    /// The no-follow stat of `path` itself (a final symlink is described,
+    /// not followed).
+    pub(crate) fn lstat(&self, path: &RelPath) -> Result<Stat, FsError> {
+        match path.file_name() {
+            None => fstat(self.root_fd()).map_err(FsError::from_errno),
+            Some(name) => {
+                let parent = self.open_parent(path)?;
+                statat(parent.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)
+            }
+        }
+    }
+}
+
+fn require_regular(stat: &Stat) -> Result<(), FsError> {
+    match EntryKind::of(stat) {
+        EntryKind::File => Ok(()),
+        EntryKind::Directory => Err(FsError::NotAFile),
+        EntryKind::Symlink => Err(FsError::Symlink),
+        EntryKind::Other => Err(FsError::UnsupportedFileType),
+    }
+}

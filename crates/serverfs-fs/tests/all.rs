@@ -1,0 +1,5 @@
+//! Integration tests of the confined kernel, each run once per resolver.
+
+#[macro_use]
+mod harness;
+mod suite;

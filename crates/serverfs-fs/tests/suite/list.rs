@@ -1,0 +1,74 @@
+//! `Workdir::list_directory`.
+
+use serverfs_fs::{EntryKind, PathPolicy, RelPath};
+use serverfs_protocol::ErrorCode;
+
+use crate::harness::{open, open_with};
+
+fs_test!(lists_sorted_and_filtered, |t, resolver| {
+    t.file("b.txt", "bb")
+        .file("a.txt", "a")
+        .file(".hidden", "h")
+        .file("id_rsa", "k")
+        .file(".serverfs-tmp-123", "tmp")
+        .dir("C")
+        .symlink("z-link", "a.txt")
+        .fifo("f");
+    let policy = PathPolicy::new(false, true, &[]).unwrap();
+    let w = open_with(t, resolver, policy);
+    let page = w.list_directory(&RelPath::root(), 0, 100).unwrap();
+    let names: Vec<(&str, EntryKind, Option<u64>)> = page
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.kind, e.size))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("C", EntryKind::Directory, None),
+            ("a.txt", EntryKind::File, Some(1)),
+            ("b.txt", EntryKind::File, Some(2)),
+            ("f", EntryKind::Other, None),
+            ("z-link", EntryKind::Symlink, None),
+        ]
+    );
+    assert_eq!((page.total, page.has_more), (5, false));
+});
+
+fs_test!(pages_with_offset_and_limit, |t, resolver| {
+    for i in 0..7 {
+        t.file(&format!("sub/f{i}"), "");
+    }
+    let w = open(t, resolver);
+    let sub = RelPath::parse("sub").unwrap();
+    let page = w.list_directory(&sub, 2, 3).unwrap();
+    let paths: Vec<String> = page.entries.iter().map(|e| e.path.as_string()).collect();
+    assert_eq!(paths, ["sub/f2", "sub/f3", "sub/f4"]);
+    assert!(page.has_more);
+    let tail = w.list_directory(&sub, 5, 3).unwrap();
+    assert_eq!(tail.entries.len(), 2);
+    assert!(!tail.has_more);
+    let past = w.list_directory(&sub, 50, 3).unwrap();
+    assert!(past.entries.is_empty() && !past.has_more);
+});
+
+fs_test!(list_errors, |t, resolver| {
+    t.file("file", "x").dir("d").symlink("ld", "d").fifo("fifo");
+    let w = open(t, resolver);
+    let list = |p: &str| w.list_directory(&RelPath::parse(p).unwrap(), 0, 10).map(|_| ());
+    assert_eq!(list("file").unwrap_err().code(), ErrorCode::NotADirectory);
+    assert_eq!(list("fifo").unwrap_err().code(), ErrorCode::NotADirectory);
+    assert_eq!(list("ld").unwrap_err().code(), ErrorCode::SymlinkNotAllowed);
+    assert_eq!(list("ld/x").unwrap_err().code(), ErrorCode::SymlinkNotAllowed);
+    assert_eq!(list("nope").unwrap_err().code(), ErrorCode::PathNotFound);
+    assert!(list("d").is_ok());
+});
+
+fs_test!(deny_globs_filter_listing_by_full_path, |t, resolver| {
+    t.file("docs/private/a.md", "").file("docs/public/b.md", "").file("docs/x.log", "");
+    let extra = vec!["docs/private".to_owned(), "*.log".to_owned()];
+    let w = open_with(t, resolver, PathPolicy::new(false, true, &extra).unwrap());
+    let page = w.list_directory(&RelPath::parse("docs").unwrap(), 0, 10).unwrap();
+    let names: Vec<&str> = page.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["public"]);
+});

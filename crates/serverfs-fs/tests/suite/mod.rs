@@ -1,0 +1,4 @@
+mod confinement;
+mod list;
+mod read;
+mod stat;
