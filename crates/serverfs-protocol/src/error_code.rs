@@ -130,4 +130,16 @@ mod tests {
             assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'), "{s}");
         }
     }
+
+    #[test]
+    fn every_code_is_documented() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        for code in ErrorCode::ALL {
+            assert!(
+                doc.contains(&format!("`{}`", code.as_str())),
+                "{} is missing from docs/error-codes.md",
+                code.as_str()
+            );
+        }
+    }
 }

@@ -1,0 +1,23 @@
+//! Structured logs: JSON lines on stderr (stdout belongs to the stdio
+//! transport).
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the JSON subscriber at `level` (`debug`, `info`, `warning`,
+/// `error`). Safe to call once per process.
+pub fn init(level: &str) {
+    let level = match level {
+        "warning" => "warn",
+        other => other,
+    };
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_target(false)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::new(level))
+        .try_init();
+}

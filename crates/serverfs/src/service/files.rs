@@ -1,0 +1,238 @@
+//! The file tools' service: workdir lookup, path policy, the hop onto a
+//! blocking thread for the synchronous kernel, and result shaping.
+
+use std::sync::Arc;
+
+use serverfs_config::{AgentMode, ServerSettings};
+use serverfs_fs::{EntryKind, FsError, PageLimits, PageStart, RelPath};
+
+use crate::audit::AuditRecord;
+use crate::mcp::error::ToolError;
+use crate::mcp::params::{ListDirectoryParams, ReadTextFileParams, StatFileParams};
+use crate::mcp::results::{
+    Access, AgentModeName, EntryInfo, EntryType, ListDirectoryResult, ListWorkdirsResult,
+    ReadTextFileResult, StatFileResult, WorkdirInfo,
+};
+use crate::service::{WorkdirHandle, WorkdirRegistry};
+
+/// The default `max_lines` of `read_text_file`.
+pub const DEFAULT_MAX_LINES: u64 = 200;
+
+/// Read-side file operations over the configured workdirs.
+#[derive(Debug, Clone)]
+pub struct FileService {
+    workdirs: WorkdirRegistry,
+    settings: Arc<ServerSettings>,
+}
+
+impl FileService {
+    /// A service over `workdirs` with the server-wide `settings`.
+    pub fn new(workdirs: WorkdirRegistry, settings: ServerSettings) -> FileService {
+        FileService {
+            workdirs,
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// Server-wide limits (published as schema defaults).
+    pub fn settings(&self) -> &ServerSettings {
+        &self.settings
+    }
+
+    /// `list_workdirs`.
+    pub fn list_workdirs(&self, audit: &mut AuditRecord) -> ListWorkdirsResult {
+        let workdirs: Vec<WorkdirInfo> = self
+            .workdirs
+            .iter()
+            .map(|w| {
+                let c = &w.config;
+                WorkdirInfo {
+                    alias: c.alias.as_str().to_owned(),
+                    description: c.description.clone(),
+                    access: if c.read_only {
+                        Access::ReadOnly
+                    } else {
+                        Access::ReadWrite
+                    },
+                    binary_transfer: c.binary_transfer,
+                    agent_mode: match c.agent_mode {
+                        AgentMode::Disabled => AgentModeName::Disabled,
+                        AgentMode::Review => AgentModeName::Review,
+                        AgentMode::WorkspaceWrite => AgentModeName::WorkspaceWrite,
+                    },
+                    agent_runtimes: c.agent_runtimes.iter().map(|r| r.as_str().to_owned()).collect(),
+                }
+            })
+            .collect();
+        audit.counts.returned = Some(workdirs.len() as u64);
+        ListWorkdirsResult { workdirs }
+    }
+
+    /// `list_directory`.
+    pub async fn list_directory(
+        &self,
+        params: ListDirectoryParams,
+        audit: &mut AuditRecord,
+    ) -> Result<ListDirectoryResult, ToolError> {
+        let limit = match params.limit {
+            Some(0) => return Err(ToolError::invalid_argument("limit must be at least 1")),
+            Some(limit) => limit,
+            None => u64::from(self.settings.default_list_limit),
+        }
+        .min(u64::from(self.settings.max_list_entries));
+        let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
+        let offset = params.offset;
+        let page = run_blocking(&workdir, &path, {
+            let (workdir, path) = (workdir.clone(), path.clone());
+            move || {
+                workdir.fs.list_directory(
+                    &path,
+                    usize::try_from(offset).unwrap_or(usize::MAX),
+                    usize::try_from(limit).unwrap_or(usize::MAX),
+                )
+            }
+        })
+        .await?;
+        let entries: Vec<EntryInfo> = page
+            .entries
+            .into_iter()
+            .map(|e| EntryInfo {
+                name: e.name,
+                path: e.path.as_string(),
+                kind: entry_type(e.kind),
+                size: e.size,
+                modified_at: e.modified_at,
+            })
+            .collect();
+        audit.counts.returned = Some(entries.len() as u64);
+        audit.counts.has_more = Some(page.has_more);
+        Ok(ListDirectoryResult {
+            workdir: params.workdir,
+            path: path.as_string(),
+            returned: entries.len() as u64,
+            entries,
+            offset,
+            limit,
+            has_more: page.has_more,
+        })
+    }
+
+    /// `stat_file`.
+    pub async fn stat_file(
+        &self,
+        params: StatFileParams,
+        audit: &mut AuditRecord,
+    ) -> Result<StatFileResult, ToolError> {
+        let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
+        let meta = run_blocking(&workdir, &path, {
+            let (workdir, path) = (workdir.clone(), path.clone());
+            move || workdir.fs.stat(&path)
+        })
+        .await?;
+        audit.counts.kind = Some(meta.kind.as_str());
+        Ok(StatFileResult {
+            workdir: params.workdir,
+            path: path.as_string(),
+            kind: entry_type(meta.kind),
+            size: meta.size,
+            modified_at: meta.modified_at,
+            mime_type: meta.mime_type,
+            revision: meta.revision.as_str().to_owned(),
+        })
+    }
+
+    /// `read_text_file` (and the `serverfs://` resource).
+    pub async fn read_text_file(
+        &self,
+        params: ReadTextFileParams,
+        audit: &mut AuditRecord,
+    ) -> Result<ReadTextFileResult, ToolError> {
+        let start = match (params.start_line, params.cursor) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError::invalid_argument(
+                    "pass either start_line or cursor, not both",
+                ));
+            }
+            (Some(0), None) => return Err(ToolError::invalid_argument("start_line must be at least 1")),
+            (Some(line), None) => PageStart::Line(line),
+            (None, Some(cursor)) => PageStart::Cursor(cursor),
+            (None, None) => PageStart::Line(1),
+        };
+        let max_lines = match params.max_lines {
+            Some(0) => return Err(ToolError::invalid_argument("max_lines must be at least 1")),
+            Some(n) => n,
+            None => DEFAULT_MAX_LINES,
+        };
+        let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
+        let limits = PageLimits {
+            max_lines: max_lines.min(u64::from(workdir.config.max_read_lines)),
+            max_bytes: workdir.config.max_read_bytes,
+        };
+        let page = run_blocking(&workdir, &path, {
+            let (workdir, path) = (workdir.clone(), path.clone());
+            move || workdir.fs.read_text(&path, &start, limits)
+        })
+        .await?;
+        audit.counts.bytes_returned = Some(page.bytes_returned);
+        audit.counts.start_line = Some(page.start_line);
+        audit.counts.end_line = Some(page.end_line);
+        audit.counts.has_more = Some(page.has_more);
+        Ok(ReadTextFileResult {
+            workdir: params.workdir,
+            path: path.as_string(),
+            start_line: page.start_line,
+            end_line: page.end_line,
+            content: page.content,
+            bytes_returned: page.bytes_returned,
+            has_more: page.has_more,
+            next_start_line: page.next_start_line,
+            next_cursor: page.next_cursor,
+            revision: page.revision.as_str().to_owned(),
+        })
+    }
+
+    /// Finds the workdir, then parses and policy-checks the path, in the
+    /// documented precedence (alias first).
+    fn locate(
+        &self,
+        alias: &str,
+        raw_path: &str,
+        audit: &mut AuditRecord,
+    ) -> Result<(Arc<WorkdirHandle>, RelPath), ToolError> {
+        let workdir = self
+            .workdirs
+            .get(alias)
+            .ok_or_else(|| ToolError::workdir_not_found(alias))?;
+        audit.workdir(alias);
+        let path = workdir
+            .fs
+            .parse_path(raw_path)
+            .map_err(|e| ToolError::fs(e, alias, raw_path))?;
+        audit.path(path.as_string());
+        Ok((workdir, path))
+    }
+}
+
+/// Runs a kernel call on the blocking pool, mapping its error with the
+/// workdir and normalized path for context.
+async fn run_blocking<T: Send + 'static>(
+    workdir: &WorkdirHandle,
+    path: &RelPath,
+    work: impl FnOnce() -> Result<T, FsError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => {
+            result.map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
+        }
+        Err(join) => Err(ToolError::internal(format!("filesystem task failed: {join}"))),
+    }
+}
+
+fn entry_type(kind: EntryKind) -> EntryType {
+    match kind {
+        EntryKind::File => EntryType::File,
+        EntryKind::Directory => EntryType::Directory,
+        EntryKind::Symlink => EntryType::Symlink,
+        EntryKind::Other => EntryType::Other,
+    }
+}

@@ -1,0 +1,57 @@
+//! The configured workdirs, each opened once at start-up.
+
+use std::sync::Arc;
+
+use serverfs_config::{Config, WorkdirConfig};
+use serverfs_fs::{PathPolicy, Resolver, Workdir};
+
+/// One workdir: its effective configuration and its open root.
+#[derive(Debug)]
+pub struct WorkdirHandle {
+    /// The effective policy from configuration.
+    pub config: WorkdirConfig,
+    /// The open, confined root.
+    pub fs: Workdir,
+}
+
+/// All workdirs, in configuration order.
+#[derive(Debug, Clone)]
+pub struct WorkdirRegistry {
+    workdirs: Arc<Vec<Arc<WorkdirHandle>>>,
+}
+
+impl WorkdirRegistry {
+    /// Opens every configured root. A root that cannot be opened is a
+    /// start-up error naming its alias (configuration validated that it
+    /// existed; it may have changed since, or be unreadable).
+    pub fn open(config: &Config, resolver: Resolver) -> Result<WorkdirRegistry, String> {
+        let mut workdirs = Vec::with_capacity(config.workdirs.len());
+        for workdir in &config.workdirs {
+            let alias = workdir.alias.as_str();
+            let policy = PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny)
+                .map_err(|e| format!("workdir {alias:?}: invalid deny glob: {e}"))?;
+            let fs = Workdir::open(&workdir.root, policy, resolver)
+                .map_err(|e| format!("workdir {alias:?}: cannot open its root: {e}"))?;
+            workdirs.push(Arc::new(WorkdirHandle {
+                config: workdir.clone(),
+                fs,
+            }));
+        }
+        Ok(WorkdirRegistry {
+            workdirs: Arc::new(workdirs),
+        })
+    }
+
+    /// The workdir named `alias` (exact match).
+    pub fn get(&self, alias: &str) -> Option<Arc<WorkdirHandle>> {
+        self.workdirs
+            .iter()
+            .find(|w| w.config.alias.as_str() == alias)
+            .cloned()
+    }
+
+    /// All workdirs in configuration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<WorkdirHandle>> {
+        self.workdirs.iter()
+    }
+}

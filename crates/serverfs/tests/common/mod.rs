@@ -1,0 +1,153 @@
+//! Spawning the real binary and talking MCP to it.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Bound on every await: a hung server fails the test instead of the run.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_serverfs")
+}
+
+/// A running `serverfs serve` with an MCP client attached. The child is
+/// killed when this is dropped.
+pub struct Server {
+    client: RunningService<RoleClient, ()>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    tools: Vec<Tool>,
+}
+
+impl Server {
+    /// Starts `serverfs serve <args>` with extra environment variables (the
+    /// child inherits nothing that could configure workdirs by accident).
+    pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = tokio::process::Command::new(binary());
+        command.arg("serve").args(args).env_clear();
+        command.env("PATH", std::env::var("PATH").unwrap_or_default());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serverfs");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        if let Some(stderr) = stderr {
+            let lines = lines.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    if std::env::var_os("SERVERFS_TEST_SHOW_STDERR").is_some() {
+                        eprintln!("[serverfs] {line}");
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        let client = tokio::time::timeout(TIMEOUT, ().serve(transport))
+            .await
+            .expect("initialize timed out")
+            .expect("initialize failed");
+        let tools = tokio::time::timeout(TIMEOUT, client.list_all_tools())
+            .await
+            .expect("tools/list timed out")
+            .expect("tools/list failed");
+        Server {
+            client,
+            stderr: lines,
+            tools,
+        }
+    }
+
+    /// Starts a server over one workdir `alias=path`.
+    pub async fn with_workdir(alias: &str, root: &std::path::Path) -> Server {
+        let spec = format!("{alias}={}", root.display());
+        Server::start(&["--workdir", &spec], &[]).await
+    }
+
+    /// The client, for calls the helpers below do not cover.
+    pub fn client(&self) -> &RunningService<RoleClient, ()> {
+        &self.client
+    }
+
+    /// `tools/list` as received at start.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Calls a tool; `args` must be a JSON object.
+    pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        let args: JsonObject = match args {
+            Value::Object(map) => map,
+            other => panic!("arguments must be an object, got {other}"),
+        };
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        tokio::time::timeout(TIMEOUT, self.client.call_tool(request))
+            .await
+            .unwrap_or_else(|_| panic!("{tool} timed out"))
+            .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
+    }
+
+    /// Calls a tool that must succeed; returns its structured content after
+    /// validating it against the tool's published `outputSchema`.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args.clone()).await;
+        assert_ne!(result.is_error, Some(true), "{tool}({args}) failed: {:?}", result.content);
+        let structured = result.structured_content.clone().expect("structured content");
+        self.assert_matches_output_schema(tool, &structured);
+        assert_eq!(result.content.len(), 1, "exactly one text block");
+        structured
+    }
+
+    /// Calls a tool that must fail; returns its code after checking the
+    /// error shape (`CODE: ` text and the structured `error` object).
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        let result = self.call(tool, args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{tool}({args}) should fail: {:?}", result.structured_content);
+        let structured = result.structured_content.expect("structured error");
+        let code = structured["error"]["code"].as_str().expect("error.code").to_owned();
+        let message = structured["error"]["message"].as_str().expect("error.message");
+        let text = result.content[0].as_text().expect("text block").text.clone();
+        assert_eq!(text, format!("{code}: {message}"));
+        code
+    }
+
+    /// Validates `value` against `tool`'s published `outputSchema`.
+    pub fn assert_matches_output_schema(&self, tool: &str, value: &Value) {
+        let schema = self
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.output_schema.clone())
+            .unwrap_or_else(|| panic!("{tool} publishes no outputSchema"));
+        let schema = Value::Object((*schema).clone());
+        let validator = jsonschema::validator_for(&schema).expect("outputSchema compiles");
+        let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{tool} result violates its outputSchema: {errors:?}\n{value}");
+    }
+
+    /// Stderr lines so far (JSON log lines).
+    pub fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes the client and waits for the child to exit.
+    pub async fn shutdown(self) -> Vec<String> {
+        let stderr = self.stderr.clone();
+        let _ = tokio::time::timeout(TIMEOUT, self.client.cancel()).await;
+        // Give the stderr reader a moment to drain the final lines.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let lines = stderr.lock().unwrap().clone();
+        lines
+    }
+}
