@@ -77,7 +77,9 @@ pub enum FsError {
     #[error("file changed while it was being read; read it again")]
     ChangedDuringRead,
     /// A cursor that does not belong to the file's current revision.
-    #[error("cursor is stale: the file changed since the cursor was issued; restart from start_line")]
+    #[error(
+        "cursor is stale: the file changed since the cursor was issued; restart from start_line"
+    )]
     CursorStale,
     /// A cursor that cannot be decoded.
     #[error("cursor is malformed")]

@@ -165,23 +165,35 @@ mod tests {
     }
 
     fn verdict(p: &PathPolicy, path: &str) -> Option<ErrorCode> {
-        p.check(&RelPath::parse(path).unwrap()).err().map(|e| e.code())
+        p.check(&RelPath::parse(path).unwrap())
+            .err()
+            .map(|e| e.code())
     }
 
     #[test]
     fn reserved_beats_everything() {
         let p = policy(true, false, &[]);
-        for path in [".serverfs-tmp-x", "a/.serverfs-tmp-1/b", ".serverfs-disabled"] {
+        for path in [
+            ".serverfs-tmp-x",
+            "a/.serverfs-tmp-1/b",
+            ".serverfs-disabled",
+        ] {
             assert_eq!(verdict(&p, path), Some(ErrorCode::ReservedPath), "{path}");
         }
         let strict = policy(false, true, &["*"]);
-        assert_eq!(verdict(&strict, ".serverfs-tmp-x"), Some(ErrorCode::ReservedPath));
+        assert_eq!(
+            verdict(&strict, ".serverfs-tmp-x"),
+            Some(ErrorCode::ReservedPath)
+        );
     }
 
     #[test]
     fn hidden_axis() {
         let p = policy(false, false, &[]);
-        assert_eq!(verdict(&p, ".git/config"), Some(ErrorCode::HiddenPathNotAllowed));
+        assert_eq!(
+            verdict(&p, ".git/config"),
+            Some(ErrorCode::HiddenPathNotAllowed)
+        );
         assert_eq!(verdict(&p, "a/.b/c"), Some(ErrorCode::HiddenPathNotAllowed));
         assert_eq!(verdict(&p, "a/b.c"), None);
         let open = policy(true, false, &[]);
@@ -208,7 +220,13 @@ mod tests {
         ] {
             assert_eq!(verdict(&p, path), Some(ErrorCode::DeniedPath), "{path}");
         }
-        for path in ["id_rsa.pub", "environment", "key.txt", "pem", "docs/readme.md"] {
+        for path in [
+            "id_rsa.pub",
+            "environment",
+            "key.txt",
+            "pem",
+            "docs/readme.md",
+        ] {
             assert_eq!(verdict(&p, path), None, "{path}");
         }
         let off = policy(true, false, &[]);
@@ -223,12 +241,22 @@ mod tests {
 
     #[test]
     fn extra_globs() {
-        let p = policy(true, false, &["*.log", "internal/**", "logs_*/**", "docs/private", "[!a]x"]);
+        let p = policy(
+            true,
+            false,
+            &["*.log", "internal/**", "logs_*/**", "docs/private", "[!a]x"],
+        );
         assert_eq!(verdict(&p, "a/b/c.log"), Some(ErrorCode::DeniedPath));
         assert_eq!(verdict(&p, "internal"), Some(ErrorCode::DeniedPath));
-        assert_eq!(verdict(&p, "src/internal/x.rs"), Some(ErrorCode::DeniedPath));
+        assert_eq!(
+            verdict(&p, "src/internal/x.rs"),
+            Some(ErrorCode::DeniedPath)
+        );
         assert_eq!(verdict(&p, "logs_2024/a.txt"), Some(ErrorCode::DeniedPath));
-        assert_eq!(verdict(&p, "docs/private/a.md"), Some(ErrorCode::DeniedPath));
+        assert_eq!(
+            verdict(&p, "docs/private/a.md"),
+            Some(ErrorCode::DeniedPath)
+        );
         assert_eq!(verdict(&p, "docs/public/a.md"), None);
         assert_eq!(verdict(&p, "bx"), Some(ErrorCode::DeniedPath));
         assert_eq!(verdict(&p, "ax"), None);

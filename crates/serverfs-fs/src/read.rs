@@ -106,15 +106,21 @@ impl Workdir {
             }
             PageStart::Cursor(token) => {
                 let cursor = Cursor::decode(token)?;
-                if cursor.revision != revision.as_str() || !at_line_start(&mut reader, cursor.offset, size)? {
+                if cursor.revision != revision.as_str()
+                    || !at_line_start(&mut reader, cursor.offset, size)?
+                {
                     return Err(FsError::CursorStale);
                 }
-                reader.seek(SeekFrom::Start(cursor.offset)).map_err(io_error)?;
+                reader
+                    .seek(SeekFrom::Start(cursor.offset))
+                    .map_err(io_error)?;
                 (cursor.line, cursor.offset)
             }
         };
         if offset == 0 && has_bom {
-            reader.seek(SeekFrom::Start(UTF8_BOM.len() as u64)).map_err(io_error)?;
+            reader
+                .seek(SeekFrom::Start(UTF8_BOM.len() as u64))
+                .map_err(io_error)?;
             offset = UTF8_BOM.len() as u64;
         }
 
@@ -265,7 +271,10 @@ struct Cursor {
 
 impl Cursor {
     fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(format!("c1:{}:{}:{}", self.revision, self.offset, self.line))
+        URL_SAFE_NO_PAD.encode(format!(
+            "c1:{}:{}:{}",
+            self.revision, self.offset, self.line
+        ))
     }
 
     fn decode(token: &str) -> Result<Cursor, FsError> {

@@ -162,7 +162,11 @@ mod tests {
             ("a b/ c ", "a b/ c "),
         ];
         for (input, want) in cases {
-            assert_eq!(RelPath::parse(input).unwrap().as_string(), want, "{input:?}");
+            assert_eq!(
+                RelPath::parse(input).unwrap().as_string(),
+                want,
+                "{input:?}"
+            );
         }
     }
 

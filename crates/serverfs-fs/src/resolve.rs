@@ -49,8 +49,15 @@ impl Resolver {
 /// True when this kernel resolves with `openat2` (so [`Resolver::Auto`]
 /// exercises it rather than the walker).
 pub fn openat2_available() -> bool {
-    let Ok(dir) = rustix::fs::open(".", rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()) else {
+    let Ok(dir) = rustix::fs::open(
+        ".",
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    ) else {
         return false;
     };
-    matches!(linux::openat2::open_dir(rustix::fd::AsFd::as_fd(&dir), "."), Ok(Some(_)))
+    matches!(
+        linux::openat2::open_dir(rustix::fd::AsFd::as_fd(&dir), "."),
+        Ok(Some(_))
+    )
 }

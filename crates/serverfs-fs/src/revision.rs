@@ -15,6 +15,9 @@ pub struct Revision(String);
 
 impl Revision {
     /// The token of the object described by `stat`.
+    // `as` because the stat field types differ between architectures
+    // (`c_long`, `c_ulong`, `u32`); every value fits an i64 on all of them.
+    #[allow(clippy::unnecessary_cast)]
     pub fn from_stat(stat: &Stat) -> Revision {
         let material = format!(
             "{}:{}:{}:{}:{}:{}:{}:{}:{}",
@@ -49,9 +52,6 @@ impl std::fmt::Display for Revision {
     }
 }
 
-// `as` because the stat field types differ between architectures; every
-// value fits an i64 on all of them.
-#[allow(clippy::unnecessary_cast)]
 fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
     i128::from(seconds) * 1_000_000_000 + i128::from(nanoseconds)
 }
@@ -70,9 +70,17 @@ mod tests {
         let a = Revision::from_stat(&fstat(&fd).unwrap());
         assert_eq!(a.as_str().len(), 19);
         assert!(a.as_str().starts_with("v1:"));
-        assert!(a.as_str()[3..].chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            a.as_str()[3..]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_eq!(a, Revision::from_stat(&fstat(&fd).unwrap()), "stable");
         std::fs::write(&path, b"two!").unwrap();
-        assert_ne!(a, Revision::from_stat(&fstat(&fd).unwrap()), "content change");
+        assert_ne!(
+            a,
+            Revision::from_stat(&fstat(&fd).unwrap()),
+            "content change"
+        );
     }
 }

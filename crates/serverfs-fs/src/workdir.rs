@@ -142,11 +142,8 @@ impl Workdir {
         let before =
             statat(parent.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
         require_regular(&before)?;
-        let flags = OFlags::RDONLY
-            | OFlags::NOFOLLOW
-            | OFlags::NONBLOCK
-            | OFlags::NOCTTY
-            | OFlags::CLOEXEC;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = openat(parent.as_fd(), name, flags, Mode::empty()).map_err(FsError::from_errno)?;
         let stat = fstat(&fd).map_err(FsError::from_errno)?;
         require_regular(&stat)?;

@@ -1,13 +1,18 @@
 //! Descriptor use stays bounded. A test binary of its own: the process-wide
 //! descriptor count is only meaningful with no other test running.
 
+// Test code: a failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[macro_use]
 mod harness;
 
 use serverfs_fs::{PageLimits, PageStart, RelPath};
 
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 fs_test!(deep_paths_leak_no_descriptors, |t, resolver| {
@@ -17,7 +22,10 @@ fs_test!(deep_paths_leak_no_descriptors, |t, resolver| {
     let w = harness::open(t, resolver);
     let dir = RelPath::parse(&rel).unwrap();
     let leaf = RelPath::parse(&format!("{rel}/leaf.txt")).unwrap();
-    let limits = PageLimits { max_lines: 10, max_bytes: 1024 };
+    let limits = PageLimits {
+        max_lines: 10,
+        max_bytes: 1024,
+    };
     let before = open_fds();
     for _ in 0..50 {
         let page = w.read_text(&leaf, &PageStart::Line(1), limits).unwrap();

@@ -83,8 +83,12 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn load(args: &ConfigArgs, env: &BTreeMap<String, String>) -> Result<(Config, WorkdirRegistry), String> {
-    let source = select_source(args.config.clone(), &args.workdirs, env).map_err(|e| e.to_string())?;
+fn load(
+    args: &ConfigArgs,
+    env: &BTreeMap<String, String>,
+) -> Result<(Config, WorkdirRegistry), String> {
+    let source =
+        select_source(args.config.clone(), &args.workdirs, env).map_err(|e| e.to_string())?;
     let extra = if args.config.is_some() {
         args.workdirs.as_slice()
     } else {

@@ -63,7 +63,10 @@ fs_test!(hostile_paths_get_their_codes, |t, resolver| {
         ("missing", ErrorCode::PathNotFound),
         ("missing/x", ErrorCode::PathNotFound),
         ("../outside/secret.txt", ErrorCode::PathOutsideWorkdir),
-        ("dir/../../outside/secret.txt", ErrorCode::PathOutsideWorkdir),
+        (
+            "dir/../../outside/secret.txt",
+            ErrorCode::PathOutsideWorkdir,
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(read(&w, input), Err(*want), "{input:?} with {resolver:?}");

@@ -55,20 +55,30 @@ fs_test!(pages_with_offset_and_limit, |t, resolver| {
 fs_test!(list_errors, |t, resolver| {
     t.file("file", "x").dir("d").symlink("ld", "d").fifo("fifo");
     let w = open(t, resolver);
-    let list = |p: &str| w.list_directory(&RelPath::parse(p).unwrap(), 0, 10).map(|_| ());
+    let list = |p: &str| {
+        w.list_directory(&RelPath::parse(p).unwrap(), 0, 10)
+            .map(|_| ())
+    };
     assert_eq!(list("file").unwrap_err().code(), ErrorCode::NotADirectory);
     assert_eq!(list("fifo").unwrap_err().code(), ErrorCode::NotADirectory);
     assert_eq!(list("ld").unwrap_err().code(), ErrorCode::SymlinkNotAllowed);
-    assert_eq!(list("ld/x").unwrap_err().code(), ErrorCode::SymlinkNotAllowed);
+    assert_eq!(
+        list("ld/x").unwrap_err().code(),
+        ErrorCode::SymlinkNotAllowed
+    );
     assert_eq!(list("nope").unwrap_err().code(), ErrorCode::PathNotFound);
     assert!(list("d").is_ok());
 });
 
 fs_test!(deny_globs_filter_listing_by_full_path, |t, resolver| {
-    t.file("docs/private/a.md", "").file("docs/public/b.md", "").file("docs/x.log", "");
+    t.file("docs/private/a.md", "")
+        .file("docs/public/b.md", "")
+        .file("docs/x.log", "");
     let extra = vec!["docs/private".to_owned(), "*.log".to_owned()];
     let w = open_with(t, resolver, PathPolicy::new(false, true, &extra).unwrap());
-    let page = w.list_directory(&RelPath::parse("docs").unwrap(), 0, 10).unwrap();
+    let page = w
+        .list_directory(&RelPath::parse("docs").unwrap(), 0, 10)
+        .unwrap();
     let names: Vec<&str> = page.entries.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["public"]);
 });

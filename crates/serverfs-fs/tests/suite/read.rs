@@ -7,12 +7,28 @@ use serverfs_protocol::ErrorCode;
 
 use crate::harness::open;
 
-fn page(w: &Workdir, path: &str, start: PageStart, max_lines: u64, max_bytes: u64) -> Result<TextPage, FsError> {
-    w.read_text(&RelPath::parse(path).unwrap(), &start, PageLimits { max_lines, max_bytes })
+fn page(
+    w: &Workdir,
+    path: &str,
+    start: PageStart,
+    max_lines: u64,
+    max_bytes: u64,
+) -> Result<TextPage, FsError> {
+    w.read_text(
+        &RelPath::parse(path).unwrap(),
+        &start,
+        PageLimits {
+            max_lines,
+            max_bytes,
+        },
+    )
 }
 
 fs_test!(pages_reassemble_the_file, |t, resolver| {
-    let text: String = (1..=25).map(|i| format!("line {i}\r\n")).collect::<String>() + "last";
+    let text: String = (1..=25)
+        .map(|i| format!("line {i}\r\n"))
+        .collect::<String>()
+        + "last";
     t.file("t.txt", &text);
     let w = open(t, resolver);
     let mut by_line = String::new();
@@ -42,11 +58,17 @@ fs_test!(byte_budget_and_long_lines, |t, resolver| {
     t.file("t.txt", "aaaa\nbbbb\ncccccccccccc\ndd\n");
     let w = open(t, resolver);
     let p = page(&w, "t.txt", PageStart::Line(1), 100, 10).unwrap();
-    assert_eq!((p.content.as_str(), p.end_line, p.has_more), ("aaaa\nbbbb\n", 2, true));
+    assert_eq!(
+        (p.content.as_str(), p.end_line, p.has_more),
+        ("aaaa\nbbbb\n", 2, true)
+    );
     let err = page(&w, "t.txt", PageStart::Line(3), 100, 10).unwrap_err();
     assert_eq!(err, FsError::LineTooLarge { line: 3, limit: 10 });
     let p = page(&w, "t.txt", PageStart::Line(4), 100, 10).unwrap();
-    assert_eq!((p.content.as_str(), p.has_more, p.next_cursor), ("dd\n", false, None));
+    assert_eq!(
+        (p.content.as_str(), p.has_more, p.next_cursor),
+        ("dd\n", false, None)
+    );
 });
 
 fs_test!(bom_is_hidden_once, |t, resolver| {
@@ -58,7 +80,14 @@ fs_test!(bom_is_hidden_once, |t, resolver| {
     let second = page(&w, "bom.txt", PageStart::Line(2), 10, 100).unwrap();
     assert_eq!(second.content, "second\n");
     let first = page(&w, "bom.txt", PageStart::Line(1), 1, 100).unwrap();
-    let rest = page(&w, "bom.txt", PageStart::Cursor(first.next_cursor.unwrap()), 10, 100).unwrap();
+    let rest = page(
+        &w,
+        "bom.txt",
+        PageStart::Cursor(first.next_cursor.unwrap()),
+        10,
+        100,
+    )
+    .unwrap();
     assert_eq!(rest.content, "second\n");
 });
 
@@ -68,7 +97,10 @@ fs_test!(empty_and_past_the_end, |t, resolver| {
     let p = page(&w, "empty", PageStart::Line(1), 10, 100).unwrap();
     assert_eq!((p.content.as_str(), p.end_line, p.has_more), ("", 0, false));
     let p = page(&w, "two", PageStart::Line(3), 10, 100).unwrap();
-    assert_eq!((p.content.as_str(), p.start_line, p.end_line, p.has_more), ("", 3, 2, false));
+    assert_eq!(
+        (p.content.as_str(), p.start_line, p.end_line, p.has_more),
+        ("", 3, 2, false)
+    );
     let p = page(&w, "two", PageStart::Line(9), 10, 100).unwrap();
     assert_eq!((p.end_line, p.next_start_line), (8, None));
 });
@@ -83,15 +115,33 @@ fs_test!(text_rules, |t, resolver| {
         .file("latin1", b"caf\xe9\n")
         .file("bad-later", b"ok\n\xff\n");
     let w = open(t, resolver);
-    let code = |p: &str, line: u64| page(&w, p, PageStart::Line(line), 10, 4096).unwrap_err().code();
+    let code = |p: &str, line: u64| {
+        page(&w, p, PageStart::Line(line), 10, 4096)
+            .unwrap_err()
+            .code()
+    };
     assert_eq!(code("bin", 1), ErrorCode::BinaryFile);
-    assert_eq!(code("bin", 5), ErrorCode::BinaryFile, "binary whatever the page");
+    assert_eq!(
+        code("bin", 5),
+        ErrorCode::BinaryFile,
+        "binary whatever the page"
+    );
     assert_eq!(code("latin1", 1), ErrorCode::UnsupportedTextEncoding);
     // Only the returned page's bytes are decoded.
-    assert_eq!(page(&w, "bad-later", PageStart::Line(1), 1, 4096).unwrap().content, "ok\n");
+    assert_eq!(
+        page(&w, "bad-later", PageStart::Line(1), 1, 4096)
+            .unwrap()
+            .content,
+        "ok\n"
+    );
     assert_eq!(code("bad-later", 2), ErrorCode::UnsupportedTextEncoding);
     // A NUL past the first 1024 bytes is ordinary text (U+0000).
-    assert_eq!(page(&w, "late-nul", PageStart::Line(2), 1, 4096).unwrap().content, "\0\n");
+    assert_eq!(
+        page(&w, "late-nul", PageStart::Line(2), 1, 4096)
+            .unwrap()
+            .content,
+        "\0\n"
+    );
 });
 
 fs_test!(stale_and_forged_cursors, |t, resolver| {
@@ -115,7 +165,10 @@ fs_test!(stale_and_forged_cursors, |t, resolver| {
     let err = page(&w, "u.txt", PageStart::Cursor(cursor.clone()), 1, 100).unwrap_err();
     assert_eq!(err.code(), ErrorCode::CursorStale);
     // The file changes: the cursor is stale.
-    let mut f = std::fs::OpenOptions::new().append(true).open(t.path("t.txt")).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(t.path("t.txt"))
+        .unwrap();
     f.write_all(b"four\n").unwrap();
     let err = page(&w, "t.txt", PageStart::Cursor(cursor), 1, 100).unwrap_err();
     assert_eq!(err.code(), ErrorCode::CursorStale);

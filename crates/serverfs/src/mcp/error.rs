@@ -22,7 +22,11 @@ impl ToolError {
     pub fn fs(error: FsError, workdir: &str, path: &str) -> ToolError {
         ToolError {
             code: error.code(),
-            message: format!("{}:{} — {error}", workdir.escape_debug(), path.escape_debug()),
+            message: format!(
+                "{}:{} — {error}",
+                workdir.escape_debug(),
+                path.escape_debug()
+            ),
         }
     }
 

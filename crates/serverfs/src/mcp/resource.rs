@@ -64,7 +64,10 @@ async fn read_text(
 fn parse_uri(uri: &str) -> Result<(String, String), ToolError> {
     let invalid = || ToolError {
         code: ErrorCode::InvalidResourceUri,
-        message: format!("expected {SCHEME}{{workdir}}/{{path}}, got '{}'", uri.escape_debug()),
+        message: format!(
+            "expected {SCHEME}{{workdir}}/{{path}}, got '{}'",
+            uri.escape_debug()
+        ),
     };
     let rest = uri.strip_prefix(SCHEME).ok_or_else(invalid)?;
     let (workdir, path) = rest.split_once('/').unwrap_or((rest, ""));

@@ -169,13 +169,19 @@ impl Summary for ListDirectoryResult {
         } else {
             String::new()
         };
-        format!("{} entries in {}:{}{more}", self.returned, self.workdir, self.path)
+        format!(
+            "{} entries in {}:{}{more}",
+            self.returned, self.workdir, self.path
+        )
     }
 }
 
 impl Summary for StatFileResult {
     fn summary(&self) -> String {
-        let size = self.size.map(|s| format!(", {s} bytes")).unwrap_or_default();
+        let size = self
+            .size
+            .map(|s| format!(", {s} bytes"))
+            .unwrap_or_default();
         format!(
             "{}:{} is a {}{size}, revision {}",
             self.workdir,

@@ -60,7 +60,11 @@ impl FileService {
                         AgentMode::Review => AgentModeName::Review,
                         AgentMode::WorkspaceWrite => AgentModeName::WorkspaceWrite,
                     },
-                    agent_runtimes: c.agent_runtimes.iter().map(|r| r.as_str().to_owned()).collect(),
+                    agent_runtimes: c
+                        .agent_runtimes
+                        .iter()
+                        .map(|r| r.as_str().to_owned())
+                        .collect(),
                 }
             })
             .collect();
@@ -153,7 +157,9 @@ impl FileService {
                     "pass either start_line or cursor, not both",
                 ));
             }
-            (Some(0), None) => return Err(ToolError::invalid_argument("start_line must be at least 1")),
+            (Some(0), None) => {
+                return Err(ToolError::invalid_argument("start_line must be at least 1"));
+            }
             (Some(line), None) => PageStart::Line(line),
             (None, Some(cursor)) => PageStart::Cursor(cursor),
             (None, None) => PageStart::Line(1),
@@ -224,7 +230,9 @@ async fn run_blocking<T: Send + 'static>(
         Ok(result) => {
             result.map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
         }
-        Err(join) => Err(ToolError::internal(format!("filesystem task failed: {join}"))),
+        Err(join) => Err(ToolError::internal(format!(
+            "filesystem task failed: {join}"
+        ))),
     }
 }
 

@@ -102,8 +102,16 @@ impl Server {
     /// validating it against the tool's published `outputSchema`.
     pub async fn ok(&self, tool: &str, args: Value) -> Value {
         let result = self.call(tool, args.clone()).await;
-        assert_ne!(result.is_error, Some(true), "{tool}({args}) failed: {:?}", result.content);
-        let structured = result.structured_content.clone().expect("structured content");
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "{tool}({args}) failed: {:?}",
+            result.content
+        );
+        let structured = result
+            .structured_content
+            .clone()
+            .expect("structured content");
         self.assert_matches_output_schema(tool, &structured);
         assert_eq!(result.content.len(), 1, "exactly one text block");
         structured
@@ -113,11 +121,25 @@ impl Server {
     /// error shape (`CODE: ` text and the structured `error` object).
     pub async fn err(&self, tool: &str, args: Value) -> String {
         let result = self.call(tool, args.clone()).await;
-        assert_eq!(result.is_error, Some(true), "{tool}({args}) should fail: {:?}", result.structured_content);
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{tool}({args}) should fail: {:?}",
+            result.structured_content
+        );
         let structured = result.structured_content.expect("structured error");
-        let code = structured["error"]["code"].as_str().expect("error.code").to_owned();
-        let message = structured["error"]["message"].as_str().expect("error.message");
-        let text = result.content[0].as_text().expect("text block").text.clone();
+        let code = structured["error"]["code"]
+            .as_str()
+            .expect("error.code")
+            .to_owned();
+        let message = structured["error"]["message"]
+            .as_str()
+            .expect("error.message");
+        let text = result.content[0]
+            .as_text()
+            .expect("text block")
+            .text
+            .clone();
         assert_eq!(text, format!("{code}: {message}"));
         code
     }
@@ -132,8 +154,14 @@ impl Server {
             .unwrap_or_else(|| panic!("{tool} publishes no outputSchema"));
         let schema = Value::Object((*schema).clone());
         let validator = jsonschema::validator_for(&schema).expect("outputSchema compiles");
-        let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{tool} result violates its outputSchema: {errors:?}\n{value}");
+        let errors: Vec<String> = validator
+            .iter_errors(value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{tool} result violates its outputSchema: {errors:?}\n{value}"
+        );
     }
 
     /// Stderr lines so far (JSON log lines).
@@ -147,7 +175,6 @@ impl Server {
         let _ = tokio::time::timeout(TIMEOUT, self.client.cancel()).await;
         // Give the stderr reader a moment to drain the final lines.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let lines = stderr.lock().unwrap().clone();
-        lines
+        stderr.lock().unwrap().clone()
     }
 }

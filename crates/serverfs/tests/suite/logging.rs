@@ -11,16 +11,28 @@ async fn one_tool_call_line_per_call_without_content_or_host_paths() {
     t.file("secret-notes.txt", "TOP-SECRET-CONTENT\n");
     let server = Server::with_workdir("w", &t.root()).await;
     server.ok("list_workdirs", json!({})).await;
-    server.ok("read_text_file", json!({"workdir": "w", "path": "./secret-notes.txt"})).await;
-    server.err("stat_file", json!({"workdir": "w", "path": "/etc/passwd"})).await;
-    server.err("stat_file", json!({"workdir": "zz", "path": "x"})).await;
+    server
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "./secret-notes.txt"}),
+        )
+        .await;
+    server
+        .err("stat_file", json!({"workdir": "w", "path": "/etc/passwd"}))
+        .await;
+    server
+        .err("stat_file", json!({"workdir": "zz", "path": "x"}))
+        .await;
     let lines = server.shutdown().await;
 
     let events: Vec<Value> = lines
         .iter()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
         .collect();
-    let calls: Vec<&Value> = events.iter().filter(|e| e["event"] == "tool_call").collect();
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_call")
+        .collect();
     assert_eq!(calls.len(), 4, "{lines:#?}");
     let pick = |e: &Value| {
         json!({
@@ -39,7 +51,10 @@ async fn one_tool_call_line_per_call_without_content_or_host_paths() {
     );
     assert_eq!(calls[0]["returned"], 1);
     assert_eq!(calls[1]["bytes_returned"], 19);
-    assert_eq!((calls[1]["start_line"].clone(), calls[1]["end_line"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (calls[1]["start_line"].clone(), calls[1]["end_line"].clone()),
+        (json!(1), json!(1))
+    );
     for call in &calls {
         assert!(call["duration_ms"].is_number());
         assert_eq!(call["level"], "INFO");
@@ -47,7 +62,16 @@ async fn one_tool_call_line_per_call_without_content_or_host_paths() {
     }
     assert!(events.iter().any(|e| e["event"] == "startup"));
     let all = lines.join("\n");
-    assert!(!all.contains("TOP-SECRET-CONTENT"), "content leaked into logs");
-    assert!(!all.contains(&t.root().display().to_string()), "host path leaked into logs");
-    assert!(!all.contains("/etc/passwd"), "raw caller path leaked into logs");
+    assert!(
+        !all.contains("TOP-SECRET-CONTENT"),
+        "content leaked into logs"
+    );
+    assert!(
+        !all.contains(&t.root().display().to_string()),
+        "host path leaked into logs"
+    );
+    assert!(
+        !all.contains("/etc/passwd"),
+        "raw caller path leaked into logs"
+    );
 }

@@ -23,12 +23,17 @@ async fn two_million_lines_by_line_and_by_cursor() {
     let spec = format!("w={}", t.root().display());
     let server = Server::start(
         &["--workdir", &spec],
-        &[("SERVERFS_MAX_READ_LINES", "100000"), ("SERVERFS_MAX_READ_BYTES", "4194304")],
+        &[
+            ("SERVERFS_MAX_READ_LINES", "100000"),
+            ("SERVERFS_MAX_READ_BYTES", "4194304"),
+        ],
     )
     .await;
     let args = |extra: serde_json::Value| {
         let mut base = json!({"workdir": "w", "path": "big.log", "max_lines": PAGE});
-        base.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        base.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         base
     };
 
@@ -36,15 +41,21 @@ async fn two_million_lines_by_line_and_by_cursor() {
     let mut page = server.ok("read_text_file", args(json!({}))).await;
     loop {
         by_cursor.push(page["content"].as_str().unwrap().to_owned());
-        let Some(cursor) = page["next_cursor"].as_str() else { break };
-        page = server.ok("read_text_file", args(json!({"cursor": cursor}))).await;
+        let Some(cursor) = page["next_cursor"].as_str() else {
+            break;
+        };
+        page = server
+            .ok("read_text_file", args(json!({"cursor": cursor})))
+            .await;
     }
     assert_eq!(by_cursor.len() as u64, LINES / PAGE);
 
     let mut by_line = Vec::new();
     let mut next = Some(1u64);
     while let Some(line) = next {
-        let page = server.ok("read_text_file", args(json!({"start_line": line}))).await;
+        let page = server
+            .ok("read_text_file", args(json!({"start_line": line})))
+            .await;
         by_line.push(page["content"].as_str().unwrap().to_owned());
         next = page["next_start_line"].as_u64();
     }
@@ -55,17 +66,32 @@ async fn two_million_lines_by_line_and_by_cursor() {
 
     // A page deep in the file, by number.
     let deep = server
-        .ok("read_text_file", args(json!({"start_line": LINES - 1, "max_lines": 5})))
+        .ok(
+            "read_text_file",
+            args(json!({"start_line": LINES - 1, "max_lines": 5})),
+        )
         .await;
-    assert_eq!(deep["content"], "line 1999999 of the big log\nline 2000000 of the big log\n");
+    assert_eq!(
+        deep["content"],
+        "line 1999999 of the big log\nline 2000000 of the big log\n"
+    );
     assert_eq!(deep["has_more"], false);
 
     // Modifying the file invalidates an outstanding cursor.
-    let first = server.ok("read_text_file", args(json!({"max_lines": 10}))).await;
+    let first = server
+        .ok("read_text_file", args(json!({"max_lines": 10})))
+        .await;
     let cursor = first["next_cursor"].as_str().unwrap().to_owned();
-    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"appended\n").unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"appended\n")
+        .unwrap();
     assert_eq!(
-        server.err("read_text_file", args(json!({"cursor": cursor}))).await,
+        server
+            .err("read_text_file", args(json!({"cursor": cursor})))
+            .await,
         "CURSOR_STALE"
     );
 }

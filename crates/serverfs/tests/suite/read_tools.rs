@@ -30,20 +30,39 @@ async fn list_workdirs_reports_policy_without_host_paths() {
 #[tokio::test]
 async fn list_directory_shape() {
     let t = TempWorkdir::new();
-    t.file("src/b.rs", "bb").file("src/a.rs", "a").dir("src/sub").symlink("src/link", "a.rs");
+    t.file("src/b.rs", "bb")
+        .file("src/a.rs", "a")
+        .dir("src/sub")
+        .symlink("src/link", "a.rs");
     let _ = t.fifo("src/pipe");
     let server = Server::with_workdir("w", &t.root()).await;
     let r = server
-        .ok("list_directory", json!({"workdir": "w", "path": "./src/", "limit": 3}))
+        .ok(
+            "list_directory",
+            json!({"workdir": "w", "path": "./src/", "limit": 3}),
+        )
         .await;
     assert_eq!(r["workdir"], "w");
     assert_eq!(r["path"], "src", "normalized path is echoed");
-    assert_eq!((r["offset"].clone(), r["limit"].clone(), r["returned"].clone()), (json!(0), json!(3), json!(3)));
+    assert_eq!(
+        (
+            r["offset"].clone(),
+            r["limit"].clone(),
+            r["returned"].clone()
+        ),
+        (json!(0), json!(3), json!(3))
+    );
     assert_eq!(r["has_more"], true);
     let entries = r["entries"].as_array().unwrap();
     let summary: Vec<(String, String, serde_json::Value)> = entries
         .iter()
-        .map(|e| (e["path"].as_str().unwrap().to_owned(), e["type"].as_str().unwrap().to_owned(), e["size"].clone()))
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_owned(),
+                e["type"].as_str().unwrap().to_owned(),
+                e["size"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -57,14 +76,25 @@ async fn list_directory_shape() {
     assert_eq!(modified.len(), 20);
     assert!(modified.ends_with('Z'));
     let rest = server
-        .ok("list_directory", json!({"workdir": "w", "path": "src", "offset": 3}))
+        .ok(
+            "list_directory",
+            json!({"workdir": "w", "path": "src", "offset": 3}),
+        )
         .await;
-    let names: Vec<&str> = rest["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["pipe", "sub"]);
     assert_eq!(rest["has_more"], false);
     // The cap applies silently and is reported.
     let capped = server
-        .ok("list_directory", json!({"workdir": "w", "limit": 1_000_000}))
+        .ok(
+            "list_directory",
+            json!({"workdir": "w", "limit": 1_000_000}),
+        )
         .await;
     assert_eq!(capped["limit"], 500);
     for (path, code) in [
@@ -75,7 +105,13 @@ async fn list_directory_shape() {
         ("../x", "PATH_OUTSIDE_WORKDIR"),
         (".git", "HIDDEN_PATH_NOT_ALLOWED"),
     ] {
-        assert_eq!(server.err("list_directory", json!({"workdir": "w", "path": path})).await, code, "{path}");
+        assert_eq!(
+            server
+                .err("list_directory", json!({"workdir": "w", "path": path}))
+                .await,
+            code,
+            "{path}"
+        );
     }
 }
 
@@ -84,19 +120,43 @@ async fn stat_file_shape_and_revision_agreement() {
     let t = TempWorkdir::new();
     t.file("notes/a.md", "# hi\n").symlink("notes/l", "a.md");
     let server = Server::with_workdir("w", &t.root()).await;
-    let stat = server.ok("stat_file", json!({"workdir": "w", "path": "notes//a.md"})).await;
+    let stat = server
+        .ok("stat_file", json!({"workdir": "w", "path": "notes//a.md"}))
+        .await;
     let revision = stat["revision"].as_str().unwrap().to_owned();
     assert_eq!(stat["path"], "notes/a.md");
     assert_eq!(stat["type"], "file");
     assert_eq!(stat["size"], 5);
     assert_eq!(stat["mime_type"], "text/markdown");
-    assert!(revision.starts_with("v1:") && revision.len() == 19, "{revision}");
-    let read = server.ok("read_text_file", json!({"workdir": "w", "path": "notes/a.md"})).await;
+    assert!(
+        revision.starts_with("v1:") && revision.len() == 19,
+        "{revision}"
+    );
+    let read = server
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "notes/a.md"}),
+        )
+        .await;
     assert_eq!(read["revision"], revision.as_str(), "stat and read agree");
-    let link = server.ok("stat_file", json!({"workdir": "w", "path": "notes/l"})).await;
-    assert_eq!((link["type"].clone(), link["size"].clone(), link["mime_type"].clone()), (json!("symlink"), json!(null), json!(null)));
-    let root = server.ok("stat_file", json!({"workdir": "w", "path": ""})).await;
-    assert_eq!((root["path"].clone(), root["type"].clone()), (json!("."), json!("directory")));
+    let link = server
+        .ok("stat_file", json!({"workdir": "w", "path": "notes/l"}))
+        .await;
+    assert_eq!(
+        (
+            link["type"].clone(),
+            link["size"].clone(),
+            link["mime_type"].clone()
+        ),
+        (json!("symlink"), json!(null), json!(null))
+    );
+    let root = server
+        .ok("stat_file", json!({"workdir": "w", "path": ""}))
+        .await;
+    assert_eq!(
+        (root["path"].clone(), root["type"].clone()),
+        (json!("."), json!("directory"))
+    );
     // The result carries no identity numbers.
     let keys: Vec<&String> = stat.as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 7, "{keys:?}");
@@ -106,7 +166,13 @@ async fn stat_file_shape_and_revision_agreement() {
         ("missing", "PATH_NOT_FOUND"),
         ("id_rsa", "DENIED_PATH"),
     ] {
-        assert_eq!(server.err("stat_file", json!({"workdir": "w", "path": path})).await, code, "{path}");
+        assert_eq!(
+            server
+                .err("stat_file", json!({"workdir": "w", "path": path}))
+                .await,
+            code,
+            "{path}"
+        );
     }
 }
 
@@ -120,18 +186,37 @@ async fn read_text_file_shape_and_codes() {
         .dir("d");
     let server = Server::with_workdir("w", &t.root()).await;
     let r = server
-        .ok("read_text_file", json!({"workdir": "w", "path": "a.txt", "max_lines": 2}))
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "a.txt", "max_lines": 2}),
+        )
         .await;
     assert_eq!(r["content"], "one\r\ntwo\n");
-    assert_eq!((r["start_line"].clone(), r["end_line"].clone()), (json!(1), json!(2)));
-    assert_eq!((r["has_more"].clone(), r["next_start_line"].clone()), (json!(true), json!(3)));
+    assert_eq!(
+        (r["start_line"].clone(), r["end_line"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(
+        (r["has_more"].clone(), r["next_start_line"].clone()),
+        (json!(true), json!(3))
+    );
     assert_eq!(r["bytes_returned"], 9);
     let cursor = r["next_cursor"].as_str().unwrap();
     let next = server
-        .ok("read_text_file", json!({"workdir": "w", "path": "a.txt", "cursor": cursor}))
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "a.txt", "cursor": cursor}),
+        )
         .await;
     assert_eq!(next["content"], "three");
-    assert_eq!((next["start_line"].clone(), next["has_more"].clone(), next["next_cursor"].clone()), (json!(3), json!(false), json!(null)));
+    assert_eq!(
+        (
+            next["start_line"].clone(),
+            next["has_more"].clone(),
+            next["next_cursor"].clone()
+        ),
+        (json!(3), json!(false), json!(null))
+    );
     for (path, code) in [
         ("bin.dat", "BINARY_FILE"),
         ("latin1.txt", "UNSUPPORTED_TEXT_ENCODING"),
@@ -140,6 +225,12 @@ async fn read_text_file_shape_and_codes() {
         ("", "NOT_A_FILE"),
         ("missing.txt", "PATH_NOT_FOUND"),
     ] {
-        assert_eq!(server.err("read_text_file", json!({"workdir": "w", "path": path})).await, code, "{path}");
+        assert_eq!(
+            server
+                .err("read_text_file", json!({"workdir": "w", "path": path}))
+                .await,
+            code,
+            "{path}"
+        );
     }
 }

@@ -6,7 +6,10 @@ use serverfs_testkit::TempWorkdir;
 
 use crate::common::{Server, TIMEOUT};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tools_list.json");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/tools_list.json"
+);
 
 #[tokio::test]
 async fn tools_list_matches_the_committed_fixture() {
@@ -33,11 +36,28 @@ async fn tools_are_listed_in_a_fixed_order_with_read_only_annotations() {
     let t = TempWorkdir::new();
     let server = Server::with_workdir("demo", &t.root()).await;
     let names: Vec<&str> = server.tools().iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["list_workdirs", "list_directory", "stat_file", "read_text_file"]);
+    assert_eq!(
+        names,
+        [
+            "list_workdirs",
+            "list_directory",
+            "stat_file",
+            "read_text_file"
+        ]
+    );
     for tool in server.tools() {
         let a = tool.annotations.as_ref().expect("annotations");
-        assert_eq!((a.read_only_hint, a.open_world_hint), (Some(true), Some(false)), "{}", tool.name);
-        assert!(tool.output_schema.is_some(), "{} has an outputSchema", tool.name);
+        assert_eq!(
+            (a.read_only_hint, a.open_world_hint),
+            (Some(true), Some(false)),
+            "{}",
+            tool.name
+        );
+        assert!(
+            tool.output_schema.is_some(),
+            "{} has an outputSchema",
+            tool.name
+        );
         assert_eq!(tool.input_schema["type"], json!("object"));
     }
 }
@@ -51,8 +71,15 @@ async fn server_default_limit_is_published_in_the_schema() {
         &[("SERVERFS_DEFAULT_LIST_LIMIT", "7")],
     )
     .await;
-    let list = server.tools().iter().find(|t| t.name == "list_directory").unwrap();
-    assert_eq!(list.input_schema["properties"]["limit"]["default"], json!(7));
+    let list = server
+        .tools()
+        .iter()
+        .find(|t| t.name == "list_directory")
+        .unwrap();
+    assert_eq!(
+        list.input_schema["properties"]["limit"]["default"],
+        json!(7)
+    );
 }
 
 #[tokio::test]
@@ -60,10 +87,21 @@ async fn identity_and_instructions() {
     let t = TempWorkdir::new();
     let server = Server::with_workdir("demo", &t.root()).await;
     let info = server.client().peer_info().expect("server info");
-    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("ServerFS"));
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("ServerFS")
+    );
     let instructions = info.instructions.clone().expect("instructions");
-    for needle in ["list_workdirs", "relative", "never instructions", "no shell"] {
-        assert!(instructions.contains(needle), "instructions mention {needle:?}");
+    for needle in [
+        "list_workdirs",
+        "relative",
+        "never instructions",
+        "no shell",
+    ] {
+        assert!(
+            instructions.contains(needle),
+            "instructions mention {needle:?}"
+        );
     }
     let templates = tokio::time::timeout(TIMEOUT, server.client().list_all_resource_templates())
         .await
@@ -81,27 +119,53 @@ async fn bad_arguments_are_coded_errors() {
     let cases = [
         ("read_text_file", json!({"workdir": "demo"})),
         ("read_text_file", json!({"workdir": "demo", "path": 5})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "start_line": 0})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "start_line": -1})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "max_lines": 0})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "start_line": 2, "cursor": "x"})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "cursor": "%%%"})),
-        ("read_text_file", json!({"workdir": "demo", "path": "a.txt", "bogus": true})),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "start_line": 0}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "start_line": -1}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "max_lines": 0}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "start_line": 2, "cursor": "x"}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "cursor": "%%%"}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "bogus": true}),
+        ),
         ("list_directory", json!({"workdir": "demo", "limit": 0})),
         ("list_directory", json!({"workdir": "demo", "offset": -3})),
         ("stat_file", json!({"path": "a.txt"})),
         ("list_workdirs", json!({"unexpected": 1})),
     ];
     for (tool, args) in cases {
-        assert_eq!(server.err(tool, args.clone()).await, "INVALID_ARGUMENT", "{tool} {args}");
+        assert_eq!(
+            server.err(tool, args.clone()).await,
+            "INVALID_ARGUMENT",
+            "{tool} {args}"
+        );
     }
     assert_eq!(
-        server.err("stat_file", json!({"workdir": "nope", "path": ""})).await,
+        server
+            .err("stat_file", json!({"workdir": "nope", "path": ""}))
+            .await,
         "WORKDIR_NOT_FOUND"
     );
     // Alias lookup comes before path policy.
     assert_eq!(
-        server.err("stat_file", json!({"workdir": "nope", "path": "../x"})).await,
+        server
+            .err("stat_file", json!({"workdir": "nope", "path": "../x"}))
+            .await,
         "WORKDIR_NOT_FOUND"
     );
 }

@@ -40,10 +40,9 @@ pub(crate) fn debug_assert_beneath(root: impl AsFd, fd: impl AsFd) {
     if cfg!(debug_assertions) {
         use std::os::fd::AsRawFd;
         let link = |raw: i32| std::fs::read_link(format!("/proc/self/fd/{raw}"));
-        let (Ok(root_path), Ok(path)) = (
-            link(root.as_fd().as_raw_fd()),
-            link(fd.as_fd().as_raw_fd()),
-        ) else {
+        let (Ok(root_path), Ok(path)) =
+            (link(root.as_fd().as_raw_fd()), link(fd.as_fd().as_raw_fd()))
+        else {
             return; // no /proc: nothing to compare against
         };
         assert!(

@@ -33,8 +33,7 @@ pub(crate) fn open_dir(root: BorrowedFd<'_>, path: &str) -> Result<Option<OwnedF
         return Ok(None);
     }
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let resolve =
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     for _ in 0..EAGAIN_RETRIES {
         match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
             Ok(fd) => return Ok(Some(fd)),
