@@ -2,3 +2,4 @@ mod confinement;
 mod list;
 mod read;
 mod stat;
+mod property;
