@@ -84,6 +84,64 @@ pub enum FsError {
     /// A cursor that cannot be decoded.
     #[error("cursor is malformed")]
     MalformedCursor,
+    /// Something already exists where a create would put its object.
+    #[error("path already exists")]
+    AlreadyExists,
+    /// The parent directory of an object to create is missing.
+    #[error("parent directory not found")]
+    ParentNotFound,
+    /// The object's revision is not the expected one.
+    #[error("revision conflict: the object changed since its revision was read; stat or read it again")]
+    RevisionConflict,
+    /// The file has more than one hard link.
+    #[error("file has multiple hard links; editing one name would silently change the others")]
+    MultipleHardlinks,
+    /// Content, source file or result exceeds the write limit.
+    #[error("{what} exceeds the limit of {limit} bytes")]
+    WriteTooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// Text input containing NUL.
+    #[error("text must not contain NUL characters")]
+    BinaryContent,
+    /// Too many edits in one call.
+    #[error("at most {max} edits per call")]
+    TooManyEdits {
+        /// The limit.
+        max: usize,
+    },
+    /// An edit did not match as expected.
+    #[error("edit {index}: {reason}")]
+    EditConflict {
+        /// 1-based position of the edit in the list.
+        index: usize,
+        /// What did not match.
+        reason: String,
+    },
+    /// Owner, mode or extended attributes could not be carried over.
+    #[error("{what} could not be preserved")]
+    MetadataPreservation {
+        /// `ownership`, `mode` or `extended attributes`.
+        what: &'static str,
+    },
+    /// The directory has entries.
+    #[error("directory is not empty")]
+    DirectoryNotEmpty,
+    /// Any other OS failure during a mutation.
+    #[error("mutation failed ({reason})")]
+    MutationIo {
+        /// The OS phrase.
+        reason: String,
+    },
+    /// A whole-file binary read over the limit.
+    #[error("file is larger than the binary transfer limit of {limit} bytes; read it in ranges with offset and max_bytes")]
+    BinaryTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
 }
 
 impl FsError {
@@ -110,6 +168,18 @@ impl FsError {
             FsError::ChangedDuringRead => ErrorCode::FileChangedDuringRead,
             FsError::CursorStale => ErrorCode::CursorStale,
             FsError::MalformedCursor => ErrorCode::InvalidArgument,
+            FsError::AlreadyExists => ErrorCode::PathAlreadyExists,
+            FsError::ParentNotFound => ErrorCode::ParentNotFound,
+            FsError::RevisionConflict => ErrorCode::RevisionConflict,
+            FsError::MultipleHardlinks => ErrorCode::MultipleHardlinksNotSupported,
+            FsError::WriteTooLarge { .. } => ErrorCode::WriteTooLarge,
+            FsError::BinaryContent => ErrorCode::BinaryContentNotAllowed,
+            FsError::TooManyEdits { .. } => ErrorCode::TooManyEdits,
+            FsError::EditConflict { .. } => ErrorCode::EditConflict,
+            FsError::MetadataPreservation { .. } => ErrorCode::MetadataPreservationFailed,
+            FsError::DirectoryNotEmpty => ErrorCode::DirectoryNotEmpty,
+            FsError::MutationIo { .. } => ErrorCode::MutationIoError,
+            FsError::BinaryTooLarge { .. } => ErrorCode::BinaryFileTooLarge,
         }
     }
 
@@ -137,7 +207,32 @@ impl FsError {
                 reason: "permission denied".to_owned(),
             },
             other => FsError::AccessDenied {
-                reason: std::io::Error::from(other).kind().to_string(),
+                reason: os_phrase(other),
+            },
+        }
+    }
+
+    /// Maps an errno met while changing the filesystem: the read-side
+    /// classification for "not found", type and permission errors, and
+    /// `MUTATION_IO_ERROR` (with the OS phrase) for everything else.
+    #[cold]
+    pub(crate) fn from_mutation_errno(errno: rustix::io::Errno) -> FsError {
+        use rustix::io::Errno;
+        match errno {
+            Errno::NOENT
+            | Errno::LOOP
+            | Errno::NOTDIR
+            | Errno::ISDIR
+            | Errno::NXIO
+            | Errno::MFILE
+            | Errno::NFILE
+            | Errno::NAMETOOLONG
+            | Errno::ACCESS
+            | Errno::PERM => FsError::from_errno(errno),
+            Errno::EXIST => FsError::AlreadyExists,
+            Errno::NOTEMPTY => FsError::DirectoryNotEmpty,
+            other => FsError::MutationIo {
+                reason: os_phrase(other),
             },
         }
     }
@@ -147,6 +242,16 @@ impl FsError {
     #[cold]
     pub(crate) fn outside_workdir() -> FsError {
         FsError::OutsideWorkdir
+    }
+}
+
+/// The `strerror` phrase of an errno ("No space left on device"), without
+/// the "(os error N)" suffix the standard library appends.
+pub(crate) fn os_phrase(errno: rustix::io::Errno) -> String {
+    let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
     }
 }
 

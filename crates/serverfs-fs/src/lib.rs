@@ -23,9 +23,14 @@
 //! The API is synchronous and knows nothing of MCP; callers run it on a
 //! blocking thread. Every error is an [`FsError`] with a stable code.
 
+mod binary;
+mod cleanup;
+mod edit;
 mod error;
 mod list;
+mod mutate;
 mod policy;
+mod publish;
 mod read;
 mod relpath;
 mod resolve;
@@ -35,7 +40,11 @@ mod sys;
 mod timefmt;
 mod workdir;
 
+pub use binary::{ByteRange, BytesRead};
+pub use cleanup::CleanupReport;
+pub use edit::{EditLimits, EditOutcome, MAX_DIFF_BYTES, TextEdit, apply_edits};
 pub use error::FsError;
+pub use mutate::{Deleted, Replaced};
 pub use list::{DirEntryInfo, DirectoryPage};
 pub use policy::{PathPolicy, RESERVED_SENTINEL, RESERVED_TEMP_PREFIX, is_reserved};
 pub use read::{PageLimits, PageStart, TextPage};

@@ -139,12 +139,23 @@ impl Workdir {
             return Err(FsError::NotAFile);
         };
         let parent = self.open_parent(path)?;
-        let before =
-            statat(parent.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
+        self.open_file_in(parent.as_fd(), name)
+    }
+
+    /// [`Workdir::open_file`] for `name` in an already open directory.
+    pub(crate) fn open_file_in(
+        &self,
+        parent: BorrowedFd<'_>,
+        name: &str,
+    ) -> Result<(OwnedFd, Stat), FsError> {
+        let before = statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
         require_regular(&before)?;
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let fd = openat(parent.as_fd(), name, flags, Mode::empty()).map_err(FsError::from_errno)?;
+        let flags = OFlags::RDONLY
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::NOCTTY
+            | OFlags::CLOEXEC;
+        let fd = openat(parent, name, flags, Mode::empty()).map_err(FsError::from_errno)?;
         let stat = fstat(&fd).map_err(FsError::from_errno)?;
         require_regular(&stat)?;
         if (stat.st_dev, stat.st_ino) != (before.st_dev, before.st_ino) {
@@ -152,6 +163,26 @@ impl Workdir {
         }
         linux::debug_assert_beneath(self.root_fd(), &fd);
         Ok((fd, stat))
+    }
+
+    /// For a mutation of `path`: a readable descriptor of its parent
+    /// directory (to create temporary files in and to fsync) and the final
+    /// name. A missing parent is reported as `missing_parent`
+    /// (`PARENT_NOT_FOUND` for creates, `PATH_NOT_FOUND` otherwise).
+    pub(crate) fn open_parent_for_mutation<'p>(
+        &self,
+        path: &'p RelPath,
+        missing_parent: FsError,
+    ) -> Result<(OwnedFd, &'p str), FsError> {
+        let Some(name) = path.file_name() else {
+            return Err(FsError::NotAFile);
+        };
+        let parent = match self.open_parent(path) {
+            Ok(fd) => fd,
+            Err(FsError::NotFound) => return Err(missing_parent),
+            Err(other) => return Err(other),
+        };
+        Ok((crate::publish::reopen_dir(parent.as_fd())?, name))
     }
 
     /// The no-follow stat of `path` itself (a final symlink is described,

@@ -73,6 +73,44 @@ error_codes! {
     InvalidResourceUri => "INVALID_RESOURCE_URI",
     /// An internal failure that is not the caller's fault.
     InternalError => "INTERNAL_ERROR",
+    /// A mutation on a workdir configured read-only.
+    WorkdirReadOnly => "WORKDIR_READ_ONLY",
+    /// A mutation whose path is the workdir root.
+    RootMutationNotAllowed => "ROOT_MUTATION_NOT_ALLOWED",
+    /// Something already exists at the path a create names.
+    PathAlreadyExists => "PATH_ALREADY_EXISTS",
+    /// The parent directory of a path to create does not exist.
+    ParentNotFound => "PARENT_NOT_FOUND",
+    /// `expected_revision` does not match the object's current revision.
+    RevisionConflict => "REVISION_CONFLICT",
+    /// An edit's occurrence count does not match, or its `old_text` is empty.
+    EditConflict => "EDIT_CONFLICT",
+    /// More edits in one call than the server allows.
+    TooManyEdits => "TOO_MANY_EDITS",
+    /// Content, file or result larger than the workdir's write limit.
+    WriteTooLarge => "WRITE_TOO_LARGE",
+    /// Text arguments containing NUL.
+    BinaryContentNotAllowed => "BINARY_CONTENT_NOT_ALLOWED",
+    /// Editing or replacing a file that has several hard links.
+    MultipleHardlinksNotSupported => "MULTIPLE_HARDLINKS_NOT_SUPPORTED",
+    /// Owner, mode or extended attributes could not be carried over.
+    MetadataPreservationFailed => "METADATA_PRESERVATION_FAILED",
+    /// Deleting a directory that still has entries.
+    DirectoryNotEmpty => "DIRECTORY_NOT_EMPTY",
+    /// Any other OS error during a mutation.
+    MutationIoError => "MUTATION_IO_ERROR",
+    /// A binary tool on a workdir without binary transfer.
+    BinaryTransferDisabled => "BINARY_TRANSFER_DISABLED",
+    /// A whole-file download larger than the workdir's binary limit.
+    BinaryFileTooLarge => "BINARY_FILE_TOO_LARGE",
+    /// An upload payload larger than the workdir's binary limit.
+    BinaryPayloadTooLarge => "BINARY_PAYLOAD_TOO_LARGE",
+    /// Upload data that is not strict RFC 4648 standard base64.
+    InvalidBase64 => "INVALID_BASE64",
+    /// `overwrite: true` without `expected_revision`.
+    ExpectedRevisionRequired => "EXPECTED_REVISION_REQUIRED",
+    /// `expected_revision` given without `overwrite: true`.
+    ExpectedRevisionNotAllowed => "EXPECTED_REVISION_NOT_ALLOWED",
 }
 
 #[cfg(test)]
@@ -108,6 +146,25 @@ mod tests {
                 "RESOURCE_TOO_LARGE",
                 "INVALID_RESOURCE_URI",
                 "INTERNAL_ERROR",
+                "WORKDIR_READ_ONLY",
+                "ROOT_MUTATION_NOT_ALLOWED",
+                "PATH_ALREADY_EXISTS",
+                "PARENT_NOT_FOUND",
+                "REVISION_CONFLICT",
+                "EDIT_CONFLICT",
+                "TOO_MANY_EDITS",
+                "WRITE_TOO_LARGE",
+                "BINARY_CONTENT_NOT_ALLOWED",
+                "MULTIPLE_HARDLINKS_NOT_SUPPORTED",
+                "METADATA_PRESERVATION_FAILED",
+                "DIRECTORY_NOT_EMPTY",
+                "MUTATION_IO_ERROR",
+                "BINARY_TRANSFER_DISABLED",
+                "BINARY_FILE_TOO_LARGE",
+                "BINARY_PAYLOAD_TOO_LARGE",
+                "INVALID_BASE64",
+                "EXPECTED_REVISION_REQUIRED",
+                "EXPECTED_REVISION_NOT_ALLOWED",
             ]
         );
     }

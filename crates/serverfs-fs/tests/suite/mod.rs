@@ -3,3 +3,4 @@ mod list;
 mod read;
 mod stat;
 mod property;
+mod mutate;

@@ -1,0 +1,202 @@
+//! Agent policy vocabulary: modes and runtime names.
+
+use std::fmt;
+
+/// What a workdir lets delegated coding agents do.
+///
+/// Agent execution is separate from file mutation and off by default
+/// (ARCHITECTURE.md invariant 5): it needs the global Bridge switch, a
+/// per-workdir mode other than [`AgentMode::Disabled`] and a runtime
+/// allowlist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum AgentMode {
+    /// No agent tasks on this workdir (the default).
+    #[default]
+    Disabled,
+    /// Agents may read the workdir but not change it.
+    Review,
+    /// Agents may change the workdir; requires a read-write workdir.
+    WorkspaceWrite,
+}
+
+impl AgentMode {
+    /// Every mode, in order of increasing power.
+    pub const ALL: [AgentMode; 3] = [
+        AgentMode::Disabled,
+        AgentMode::Review,
+        AgentMode::WorkspaceWrite,
+    ];
+
+    /// The configuration spelling: `disabled`, `review`, `workspace-write`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AgentMode::Disabled => "disabled",
+            AgentMode::Review => "review",
+            AgentMode::WorkspaceWrite => "workspace-write",
+        }
+    }
+
+    /// Parses the exact configuration spelling (lower case, no spaces).
+    pub fn parse(text: &str) -> Option<AgentMode> {
+        AgentMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == text)
+    }
+
+    /// Whether agents may run at all.
+    pub const fn is_enabled(self) -> bool {
+        match self {
+            AgentMode::Disabled => false,
+            AgentMode::Review | AgentMode::WorkspaceWrite => true,
+        }
+    }
+}
+
+impl fmt::Display for AgentMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Longest ACP profile name after the `acp-` prefix.
+const MAX_ACP_NAME_LEN: usize = 32;
+
+/// A coding-agent runtime a workdir allows.
+///
+/// The Bridge maps each name to an operator-configured executable; the
+/// configuration only checks that the name is one the Bridge can know.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AgentRuntime {
+    /// OpenAI Codex (App Server protocol).
+    Codex,
+    /// Claude Code (stream-json control protocol).
+    Claude,
+    /// Qoder (stream-json control protocol).
+    Qoder,
+    /// The deterministic test and demo adapter.
+    Fake,
+    /// An operator-defined ACP agent profile, `acp-<name>`.
+    Acp(AcpProfile),
+}
+
+impl AgentRuntime {
+    /// Parses a runtime name: `codex`, `claude`, `qoder`, `fake`, or
+    /// `acp-<name>` with `<name>` matching `^[a-z][a-z0-9-]{0,31}$`.
+    pub fn parse(text: &str) -> Option<AgentRuntime> {
+        match text {
+            "codex" => Some(AgentRuntime::Codex),
+            "claude" => Some(AgentRuntime::Claude),
+            "qoder" => Some(AgentRuntime::Qoder),
+            "fake" => Some(AgentRuntime::Fake),
+            other => AcpProfile::parse(other).map(AgentRuntime::Acp),
+        }
+    }
+
+    /// The configuration spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AgentRuntime::Codex => "codex",
+            AgentRuntime::Claude => "claude",
+            AgentRuntime::Qoder => "qoder",
+            AgentRuntime::Fake => "fake",
+            AgentRuntime::Acp(profile) => profile.as_str(),
+        }
+    }
+
+    /// Whether this is a native provider CLI (codex, claude, qoder). Native
+    /// runtimes edit files themselves with no per-change gate ServerFS can
+    /// enforce, so they are only allowed where agents may write anyway
+    /// (spec §2.4: they require `workspace-write`).
+    pub fn is_native(&self) -> bool {
+        match self {
+            AgentRuntime::Codex | AgentRuntime::Claude | AgentRuntime::Qoder => true,
+            AgentRuntime::Fake | AgentRuntime::Acp(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for AgentRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name of an ACP runtime, always of the form `acp-<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AcpProfile(String);
+
+impl AcpProfile {
+    fn parse(text: &str) -> Option<AcpProfile> {
+        let name = text.strip_prefix("acp-")?;
+        let mut chars = name.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+        let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        (first_ok && rest_ok && name.len() <= MAX_ACP_NAME_LEN).then(|| AcpProfile(text.to_owned()))
+    }
+
+    /// The full runtime name, `acp-<name>`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The profile name after `acp-`.
+    pub fn name(&self) -> &str {
+        self.0.get("acp-".len()..).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_round_trip_and_nothing_else_parses() {
+        for mode in AgentMode::ALL {
+            assert_eq!(AgentMode::parse(mode.as_str()), Some(mode));
+        }
+        for bad in ["", "Review", "workspace_write", "write", " review"] {
+            assert_eq!(AgentMode::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(AgentMode::default(), AgentMode::Disabled);
+    }
+
+    #[test]
+    fn runtime_names() {
+        assert_eq!(AgentRuntime::parse("codex"), Some(AgentRuntime::Codex));
+        assert_eq!(AgentRuntime::parse("claude"), Some(AgentRuntime::Claude));
+        assert_eq!(AgentRuntime::parse("qoder"), Some(AgentRuntime::Qoder));
+        assert_eq!(AgentRuntime::parse("fake"), Some(AgentRuntime::Fake));
+        let acp = AgentRuntime::parse("acp-open-code2").unwrap();
+        assert_eq!(acp.as_str(), "acp-open-code2");
+        let AgentRuntime::Acp(profile) = &acp else {
+            panic!("not acp: {acp:?}");
+        };
+        assert_eq!(profile.name(), "open-code2");
+        assert!(!acp.is_native());
+        assert!(AgentRuntime::Codex.is_native());
+        assert!(!AgentRuntime::Fake.is_native());
+    }
+
+    #[test]
+    fn acp_name_rule() {
+        let longest = format!("acp-a{}", "b".repeat(31));
+        assert!(AgentRuntime::parse(&longest).is_some());
+        let too_long = format!("acp-a{}", "b".repeat(32));
+        for bad in [
+            "acp-",
+            "acp-1x",
+            "acp-X",
+            "acp-a_b",
+            "acp--",
+            "acp",
+            "ACP-x",
+            "Codex",
+            "",
+            "gemini",
+            too_long.as_str(),
+        ] {
+            assert_eq!(AgentRuntime::parse(bad), None, "{bad:?}");
+        }
+        assert!(AgentRuntime::parse("acp-a-").is_some());
+    }
+}

@@ -1,0 +1,469 @@
+//! The environment source: upstream's `SERVERFS_*` globals and the
+//! `WORKDIR_01_*` … `WORKDIR_16_*` container slots (spec §2.3, §2.4).
+//!
+//! The environment map is always injected; nothing here reads the process
+//! environment, so tests can describe any deployment without mutating it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::agent::AgentMode;
+use crate::error::{ConfigError, SlotProblem, one_line};
+use crate::limits::{self, Limit};
+use crate::model::LogLevel;
+use crate::parse;
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+use crate::validate;
+
+/// The environment, as given to [`crate::Config::load`].
+pub(crate) type Env = BTreeMap<String, String>;
+
+/// Where slot `NN` is mounted in the container image.
+const DEFAULT_WORKDIRS_ROOT: &str = "/workdirs";
+/// Test and non-container deployments move the slot roots with this.
+pub(crate) const WORKDIRS_ROOT_VAR: &str = "SERVERFS_WORKDIRS_ROOT";
+/// The file that marks the repository's empty placeholder mount
+/// (`./.empty`); reserved inside every workdir (spec §3.1).
+pub(crate) const SENTINEL: &str = ".serverfs-disabled";
+
+/// Container defaults of the Bridge endpoints (spec agent-bridge §1.1).
+const CONTAINER_BRIDGE_SOCKET: &str = "/run/serverfs-agent-bridge/bridge.sock";
+const CONTAINER_LOCK_DIR: &str = "/run/serverfs-agent-locks";
+
+/// Per-slot variable names (`WORKDIR_NN_<NAME>`). `PATH` is consumed by
+/// Compose for the bind mount and ignored here, but it is a known name.
+pub(crate) const SLOT_NAMES: [&str; 14] = [
+    "ALIAS",
+    "PATH",
+    "DESCRIPTION",
+    "READ_ONLY",
+    "ALLOW_HIDDEN",
+    "DISABLE_DEFAULT_DENY",
+    "EXTRA_DENY_GLOBS",
+    "MAX_READ_BYTES",
+    "MAX_READ_LINES",
+    "MAX_WRITE_BYTES",
+    "BINARY_TRANSFER_ENABLED",
+    "MAX_BINARY_TRANSFER_BYTES",
+    "AGENT_MODE",
+    "AGENT_RUNTIMES",
+];
+
+/// Which defaults the Bridge endpoints get when their variables are unset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BridgeDefaults {
+    /// The fixed `/run/…` paths of the container deployment.
+    Container,
+    /// Per-user paths from XDG_RUNTIME_DIR / XDG_STATE_HOME / HOME.
+    Native,
+}
+
+/// The whole environment source: globals plus the sixteen slots.
+pub(crate) fn raw_from_env(env: &Env) -> Result<RawConfig, ConfigError> {
+    check_slot_variable_names(env)?;
+    let mut raw = globals(env, BridgeDefaults::Container)?;
+    let base = workdirs_root(env)?;
+    for slot in 1..=limits::SLOT_COUNT {
+        if let Some(workdir) = slot_workdir(env, slot, &base)? {
+            raw.workdirs.push(workdir);
+        }
+    }
+    Ok(raw)
+}
+
+/// Only the `SERVERFS_*` globals, with no workdir: the base of command-line
+/// mode, where server settings and workdir defaults still come from the
+/// environment.
+pub(crate) fn globals(env: &Env, bridge: BridgeDefaults) -> Result<RawConfig, ConfigError> {
+    let get = |name: &str| env.get(name).map(String::as_str);
+    let strict = |name: &str, limit: Limit| -> Result<Val<i64>, ConfigError> {
+        Ok(Val::or_default(
+            parse::strict_int(name, get(name))?,
+            limit.default_i64(),
+            name,
+        ))
+    };
+    let lenient = |name: &str, limit: Limit| {
+        Val::or_default(parse::lenient_int(get(name)), limit.default_i64(), name)
+    };
+    let strict_bool = |name: &str, default: bool| -> Result<bool, ConfigError> {
+        Ok(parse::strict_bool(name, get(name))?.unwrap_or(default))
+    };
+
+    let server = RawServer {
+        log_level: log_level(get("SERVERFS_LOG_LEVEL")),
+        default_list_limit: lenient("SERVERFS_DEFAULT_LIST_LIMIT", limits::DEFAULT_LIST_LIMIT),
+        max_list_entries: lenient("SERVERFS_MAX_LIST_ENTRIES", limits::MAX_LIST_ENTRIES),
+        default_search_results: lenient(
+            "SERVERFS_DEFAULT_SEARCH_RESULTS",
+            limits::DEFAULT_SEARCH_RESULTS,
+        ),
+        max_search_results: lenient("SERVERFS_MAX_SEARCH_RESULTS", limits::MAX_SEARCH_RESULTS),
+        max_walk_entries: lenient("SERVERFS_MAX_WALK_ENTRIES", limits::MAX_WALK_ENTRIES),
+        search_timeout_ms: search_timeout(env),
+        search_max_file_bytes: lenient(
+            "SERVERFS_SEARCH_MAX_FILE_BYTES",
+            limits::SEARCH_MAX_FILE_BYTES,
+        ),
+        max_edits_per_call: lenient("SERVERFS_MAX_EDITS_PER_CALL", limits::MAX_EDITS_PER_CALL),
+    };
+
+    let defaults = RawDefaults {
+        allow_hidden: strict_bool("SERVERFS_ALLOW_HIDDEN", false)?,
+        default_deny: !strict_bool("SERVERFS_DISABLE_DEFAULT_DENY", false)?,
+        deny: Val::default_at(
+            parse::list(get("SERVERFS_EXTRA_DENY_GLOBS")),
+            "SERVERFS_EXTRA_DENY_GLOBS",
+        ),
+        binary_transfer: strict_bool("SERVERFS_BINARY_TRANSFER_ENABLED", false)?,
+        max_read_lines: strict("SERVERFS_MAX_READ_LINES", limits::MAX_READ_LINES)?,
+        max_read_bytes: strict("SERVERFS_MAX_READ_BYTES", limits::MAX_READ_BYTES)?,
+        max_write_bytes: strict("SERVERFS_MAX_WRITE_BYTES", limits::MAX_WRITE_BYTES)?,
+        max_binary_transfer_bytes: strict(
+            "SERVERFS_MAX_BINARY_TRANSFER_BYTES",
+            limits::MAX_BINARY_TRANSFER_BYTES,
+        )?,
+        agent_mode: Val::or_default(
+            agent_mode("SERVERFS_AGENT_MODE", get("SERVERFS_AGENT_MODE"))?,
+            AgentMode::Disabled,
+            "SERVERFS_AGENT_MODE",
+        ),
+        agent_runtimes: Val::default_at(
+            runtime_names(get("SERVERFS_AGENT_RUNTIMES")),
+            "SERVERFS_AGENT_RUNTIMES",
+        ),
+    };
+
+    let socket = non_empty(get("SERVERFS_AGENT_BRIDGE_SOCKET")).map(PathBuf::from);
+    let lock_dir = non_empty(get("SERVERFS_AGENT_LOCK_DIR")).map(PathBuf::from);
+    let (default_socket, default_lock_dir) = match bridge {
+        BridgeDefaults::Container => (
+            PathBuf::from(CONTAINER_BRIDGE_SOCKET),
+            PathBuf::from(CONTAINER_LOCK_DIR),
+        ),
+        BridgeDefaults::Native => native_bridge_paths(env, socket.as_deref()),
+    };
+    let agent = RawAgent {
+        // Lenient on purpose: an unrecognised value fails towards "off".
+        enabled: Val::default_at(
+            parse::lenient_bool(get("SERVERFS_AGENT_BRIDGE_ENABLED")),
+            "SERVERFS_AGENT_BRIDGE_ENABLED",
+        ),
+        socket: Val::or_default(socket, default_socket, "SERVERFS_AGENT_BRIDGE_SOCKET"),
+        timeout_ms: Val::or_default(
+            parse::lenient_float(get("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS"))
+                .map(parse::seconds_to_ms),
+            limits::BRIDGE_TIMEOUT_MS.default_i64(),
+            "SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS",
+        ),
+        lock_dir: Val::or_default(lock_dir, default_lock_dir, "SERVERFS_AGENT_LOCK_DIR"),
+    };
+
+    Ok(RawConfig {
+        server,
+        defaults,
+        agent,
+        workdirs: Vec::new(),
+        clamp_defaults: true,
+        empty_hint: format!(
+            "every slot WORKDIR_01 … WORKDIR_{:02} is disabled: set WORKDIR_NN_ALIAS \
+             and mount the directory at the slot root",
+            limits::SLOT_COUNT
+        ),
+    })
+}
+
+/// Default Bridge socket and lock directory for a native (non-container)
+/// install: `$XDG_RUNTIME_DIR/serverfs/bridge.sock`, else under
+/// `$XDG_STATE_HOME/serverfs/`, else `~/.local/state/serverfs/`; the lock
+/// directory is `locks` beside the socket (beside `socket` when given).
+/// Relative XDG values are ignored, as the XDG spec requires. With none of
+/// the variables set the socket stays relative, which is refused only if
+/// the Bridge is enabled.
+pub(crate) fn native_bridge_paths(env: &Env, socket: Option<&Path>) -> (PathBuf, PathBuf) {
+    let absolute = |name: &str| env.get(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let default_socket = if let Some(dir) = absolute("XDG_RUNTIME_DIR") {
+        dir.join("serverfs").join("bridge.sock")
+    } else if let Some(dir) = absolute("XDG_STATE_HOME") {
+        dir.join("serverfs").join("bridge.sock")
+    } else if let Some(home) = absolute("HOME") {
+        home.join(".local/state/serverfs/bridge.sock")
+    } else {
+        PathBuf::from("serverfs/bridge.sock")
+    };
+    let lock_dir = socket
+        .unwrap_or(&default_socket)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join("locks");
+    (default_socket, lock_dir)
+}
+
+/// Upper-cased; anything but DEBUG/INFO/WARNING/ERROR silently means INFO
+/// (spec §2.3: the log level never aborts startup).
+fn log_level(raw: Option<&str>) -> LogLevel {
+    match raw.map(|t| t.trim().to_ascii_uppercase()).as_deref() {
+        Some("DEBUG") => LogLevel::Debug,
+        Some("WARNING") => LogLevel::Warning,
+        Some("ERROR") => LogLevel::Error,
+        Some(_) | None => LogLevel::Info,
+    }
+}
+
+/// `SERVERFS_SEARCH_TIMEOUT_MS` (integer, lenient) wins when set; otherwise
+/// upstream's `SERVERFS_SEARCH_TIMEOUT_SECONDS` (float, lenient) is honoured.
+fn search_timeout(env: &Env) -> Val<i64> {
+    const MS: &str = "SERVERFS_SEARCH_TIMEOUT_MS";
+    const SECONDS: &str = "SERVERFS_SEARCH_TIMEOUT_SECONDS";
+    let default = limits::SEARCH_TIMEOUT_MS.default_i64();
+    if non_empty(env.get(MS).map(String::as_str)).is_some() {
+        return Val::or_default(
+            parse::lenient_int(env.get(MS).map(String::as_str)),
+            default,
+            MS,
+        );
+    }
+    Val::or_default(
+        parse::lenient_float(env.get(SECONDS).map(String::as_str)).map(parse::seconds_to_ms),
+        default,
+        SECONDS,
+    )
+}
+
+/// Agent mode: trimmed, any case; empty means "not set".
+fn agent_mode(key: &str, raw: Option<&str>) -> Result<Option<AgentMode>, ConfigError> {
+    let Some(text) = non_empty(raw) else {
+        return Ok(None);
+    };
+    AgentMode::parse(&text.to_ascii_lowercase())
+        .map(Some)
+        .ok_or_else(|| ConfigError::InvalidValue {
+            key: key.to_owned(),
+            expected: "one of disabled, review, workspace-write",
+            got: raw.unwrap_or_default().to_owned(),
+        })
+}
+
+/// Runtime list: comma-separated, trimmed, any case; names are checked
+/// (unknown, duplicate) by validation with the variable's name.
+fn runtime_names(raw: Option<&str>) -> Vec<String> {
+    parse::list(raw)
+        .into_iter()
+        .map(|name| name.to_ascii_lowercase())
+        .collect()
+}
+
+fn non_empty(raw: Option<&str>) -> Option<&str> {
+    raw.map(str::trim).filter(|t| !t.is_empty())
+}
+
+/// Splits `WORKDIR_<digits>_<NAME>` into the digits and the name; `None`
+/// for any other variable (e.g. `WORKDIR_ROOT` is not ours).
+fn split_slot_variable(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("WORKDIR_")?;
+    let digits_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (digits, tail) = rest.split_at(digits_len);
+    let field = tail.strip_prefix('_')?;
+    (!digits.is_empty()).then_some((digits, field))
+}
+
+/// The slot number of a well-formed slot variable (`01`..=`16`).
+fn slot_number(digits: &str) -> Option<u8> {
+    if digits.len() != 2 {
+        return None;
+    }
+    digits
+        .parse::<u8>()
+        .ok()
+        .filter(|n| (1..=limits::SLOT_COUNT).contains(n))
+}
+
+/// Whether `name` is a variable of slot 01..16 (any field name); this is
+/// what makes the environment the configuration source.
+pub(crate) fn is_slot_variable(name: &str) -> bool {
+    split_slot_variable(name).is_some_and(|(digits, _)| slot_number(digits).is_some())
+}
+
+/// Refuses `WORKDIR_NN_*` variables with an unknown slot or field, so a
+/// typo (`WORKDIR_03_READONLY`, `WORKDIR_3_ALIAS`, `WORKDIR_17_ALIAS`)
+/// cannot silently leave a setting at its default.
+fn check_slot_variable_names(env: &Env) -> Result<(), ConfigError> {
+    for name in env.keys() {
+        let Some((digits, field)) = split_slot_variable(name) else {
+            continue;
+        };
+        if slot_number(digits).is_none() {
+            return Err(ConfigError::UnknownVariable {
+                name: name.clone(),
+                hint: "slots are numbered with two digits, WORKDIR_01 … WORKDIR_16",
+            });
+        }
+        if !SLOT_NAMES.contains(&field) {
+            return Err(ConfigError::UnknownVariable {
+                name: name.clone(),
+                hint: "per-slot names are ALIAS, PATH, DESCRIPTION, READ_ONLY, ALLOW_HIDDEN, \
+                       DISABLE_DEFAULT_DENY, EXTRA_DENY_GLOBS, MAX_READ_BYTES, MAX_READ_LINES, \
+                       MAX_WRITE_BYTES, BINARY_TRANSFER_ENABLED, MAX_BINARY_TRANSFER_BYTES, \
+                       AGENT_MODE, AGENT_RUNTIMES",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `$SERVERFS_WORKDIRS_ROOT` (absolute) or `/workdirs`.
+fn workdirs_root(env: &Env) -> Result<PathBuf, ConfigError> {
+    match non_empty(env.get(WORKDIRS_ROOT_VAR).map(String::as_str)) {
+        None => Ok(PathBuf::from(DEFAULT_WORKDIRS_ROOT)),
+        Some(dir) if Path::new(dir).is_absolute() => Ok(PathBuf::from(dir)),
+        Some(dir) => Err(ConfigError::InvalidValue {
+            key: WORKDIRS_ROOT_VAR.to_owned(),
+            expected: "an absolute path",
+            got: dir.to_owned(),
+        }),
+    }
+}
+
+/// What is mounted at a slot root.
+enum SlotRoot {
+    /// Nothing: no bind mount (typical outside the container image).
+    Missing,
+    /// The repository's placeholder: a directory holding only the sentinel.
+    Placeholder,
+    /// A real directory.
+    Directory,
+}
+
+/// Inspects a slot root with `lstat` and, only when the sentinel is
+/// present, one directory listing (to tell the placeholder from a real
+/// directory that happens to contain a reserved file).
+fn inspect_slot_root(root: &Path) -> Result<SlotRoot, SlotProblem> {
+    let inaccessible = |err: io::Error| SlotProblem::Inaccessible(one_line(&err.to_string()));
+    let meta = match fs::symlink_metadata(root) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(SlotRoot::Missing),
+        Err(err) => return Err(inaccessible(err)),
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(SlotProblem::Symlink);
+    }
+    if !meta.is_dir() {
+        return Err(SlotProblem::NotADirectory);
+    }
+    match fs::symlink_metadata(root.join(SENTINEL)) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(SlotRoot::Directory),
+        Err(err) => Err(inaccessible(err)),
+        Ok(sentinel) if !sentinel.is_file() => Err(SlotProblem::ReservedFile),
+        Ok(_) => {
+            let mut entries = fs::read_dir(root).map_err(inaccessible)?;
+            let has_others = entries.any(|entry| entry.map_or(true, |e| e.file_name() != SENTINEL));
+            if has_others {
+                Err(SlotProblem::ReservedFile)
+            } else {
+                Ok(SlotRoot::Placeholder)
+            }
+        }
+    }
+}
+
+/// Parses slot `slot` and decides its state (spec §2.4). Returns the
+/// workdir for an enabled slot, `None` for a disabled one.
+fn slot_workdir(env: &Env, slot: u8, base: &Path) -> Result<Option<RawWorkdir>, ConfigError> {
+    let var = |field: &str| format!("WORKDIR_{slot:02}_{field}");
+    let get = |field: &str| env.get(&var(field)).map(String::as_str);
+    let strict_int = |field: &str| -> Result<Option<Val<i64>>, ConfigError> {
+        let key = var(field);
+        Ok(parse::strict_int(&key, get(field))?.map(|v| Val::set(v, key)))
+    };
+
+    // Parse every variable before looking at the slot state: invalid values
+    // are errors even on a disabled slot (typos never survive).
+    let alias = non_empty(get("ALIAS")).map(str::to_owned);
+    let root = base.join(format!("{slot:02}"));
+    let read_only = parse::strict_bool(&var("READ_ONLY"), get("READ_ONLY"))?;
+    let deny_items = parse::list(get("EXTRA_DENY_GLOBS"));
+    let runtimes = runtime_names(get("AGENT_RUNTIMES"));
+
+    let mut workdir = RawWorkdir::new(
+        Val::set(alias.clone().unwrap_or_default(), var("ALIAS")),
+        Val::set(root.clone(), format!("WORKDIR_{slot:02}")),
+        // Empty means read-only: the safe reading of a half-filled `.env`.
+        Val::or_default(read_only, true, var("READ_ONLY")),
+    );
+    workdir.description = non_empty(get("DESCRIPTION")).map(str::to_owned);
+    workdir.allow_hidden = parse::strict_bool(&var("ALLOW_HIDDEN"), get("ALLOW_HIDDEN"))?;
+    workdir.default_deny =
+        parse::strict_bool(&var("DISABLE_DEFAULT_DENY"), get("DISABLE_DEFAULT_DENY"))?
+            .map(|disable| !disable);
+    workdir.deny = (!deny_items.is_empty()).then(|| Val::set(deny_items, var("EXTRA_DENY_GLOBS")));
+    workdir.binary_transfer = parse::strict_bool(
+        &var("BINARY_TRANSFER_ENABLED"),
+        get("BINARY_TRANSFER_ENABLED"),
+    )?;
+    workdir.max_read_lines = strict_int("MAX_READ_LINES")?;
+    workdir.max_read_bytes = strict_int("MAX_READ_BYTES")?;
+    workdir.max_write_bytes = strict_int("MAX_WRITE_BYTES")?;
+    workdir.max_binary_transfer_bytes = strict_int("MAX_BINARY_TRANSFER_BYTES")?;
+    workdir.agent_mode =
+        agent_mode(&var("AGENT_MODE"), get("AGENT_MODE"))?.map(|m| Val::set(m, var("AGENT_MODE")));
+    workdir.agent_runtimes =
+        (!runtimes.is_empty()).then(|| Val::set(runtimes, var("AGENT_RUNTIMES")));
+    workdir.legacy_slot = Some(slot);
+    validate::check_overrides(&workdir)?;
+
+    let slot_error = |problem| ConfigError::Slot {
+        slot,
+        root: root.clone(),
+        alias: alias.clone(),
+        problem,
+    };
+    let state = inspect_slot_root(&root).map_err(slot_error)?;
+    match (state, alias.is_some()) {
+        (SlotRoot::Directory, true) => Ok(Some(workdir)),
+        (SlotRoot::Directory, false) => Err(slot_error(SlotProblem::MountWithoutAlias)),
+        (SlotRoot::Placeholder, true) => Err(slot_error(SlotProblem::PlaceholderWithAlias)),
+        (SlotRoot::Missing, true) => Err(slot_error(SlotProblem::MissingRoot)),
+        (SlotRoot::Placeholder | SlotRoot::Missing, false) => {
+            check_disabled_slot(slot, &workdir)?;
+            Ok(None)
+        }
+    }
+}
+
+/// A disabled slot must not ask for more than a disabled slot has: the
+/// operator clearly meant to configure something, and silently ignoring a
+/// write or agent grant would hide that (spec §2.4).
+fn check_disabled_slot(slot: u8, workdir: &RawWorkdir) -> Result<(), ConfigError> {
+    let conflict = |field: &str, what: &str| ConfigError::Conflict {
+        key: format!("WORKDIR_{slot:02}_{field}"),
+        reason: format!(
+            "slot {slot:02} is disabled (WORKDIR_{slot:02}_ALIAS is not set) and must not {what}"
+        ),
+    };
+    if !workdir.read_only.value {
+        return Err(conflict("READ_ONLY", "be made writable"));
+    }
+    if workdir
+        .agent_mode
+        .as_ref()
+        .is_some_and(|m| m.value.is_enabled())
+    {
+        return Err(conflict("AGENT_MODE", "enable an agent mode"));
+    }
+    if workdir.agent_runtimes.is_some() {
+        return Err(conflict("AGENT_RUNTIMES", "list agent runtimes"));
+    }
+    if workdir.binary_transfer == Some(true) {
+        return Err(conflict(
+            "BINARY_TRANSFER_ENABLED",
+            "enable binary transfer",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "env_tests.rs"]
+mod tests;

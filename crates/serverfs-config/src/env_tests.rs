@@ -1,0 +1,863 @@
+use std::fs;
+use std::path::PathBuf;
+
+use pretty_assertions::assert_eq;
+
+use crate::test_support::{Fixture, message};
+use crate::{
+    AgentMode, AgentRuntime, AgentSettings, ConfigError, LogLevel, ServerSettings, SlotProblem,
+    WorkdirAlias, WorkdirConfig,
+};
+
+/// Slot 01 enabled as `one`, plus `pairs`.
+fn slot1(fx: &Fixture, pairs: &[(&str, &str)]) -> Result<crate::Config, ConfigError> {
+    fx.slot(1);
+    let mut all = vec![("WORKDIR_01_ALIAS", "one")];
+    all.extend_from_slice(pairs);
+    fx.env_config(&all)
+}
+
+#[test]
+fn defaults_match_upstream() {
+    let fx = Fixture::new();
+    let root = fx.slot(1);
+    let config = fx.env_config(&[("WORKDIR_01_ALIAS", "one")]).unwrap();
+    assert_eq!(config.server, ServerSettings::default());
+    assert_eq!(
+        config.agent,
+        AgentSettings {
+            bridge_enabled: false,
+            bridge_socket: PathBuf::from("/run/serverfs-agent-bridge/bridge.sock"),
+            bridge_timeout_ms: 30_000,
+            lock_dir: PathBuf::from("/run/serverfs-agent-locks"),
+        }
+    );
+    let mut expected = WorkdirConfig::with_defaults(WorkdirAlias::new("one").unwrap(), root);
+    expected.legacy_slot = Some(1);
+    assert_eq!(config.workdirs, [expected]);
+}
+
+#[test]
+fn every_global_is_read() {
+    let fx = Fixture::new();
+    let config = slot1(
+        &fx,
+        &[
+            ("SERVERFS_LOG_LEVEL", "warning"),
+            ("SERVERFS_MAX_READ_BYTES", "2048"),
+            ("SERVERFS_MAX_READ_LINES", "12"),
+            ("SERVERFS_DEFAULT_LIST_LIMIT", "9"),
+            ("SERVERFS_MAX_LIST_ENTRIES", "90"),
+            ("SERVERFS_DEFAULT_SEARCH_RESULTS", "8"),
+            ("SERVERFS_MAX_SEARCH_RESULTS", "80"),
+            ("SERVERFS_MAX_WALK_ENTRIES", "777"),
+            ("SERVERFS_SEARCH_TIMEOUT_SECONDS", "2.5"),
+            ("SERVERFS_SEARCH_MAX_FILE_BYTES", "1000"),
+            ("SERVERFS_ALLOW_HIDDEN", "yes"),
+            ("SERVERFS_EXTRA_DENY_GLOBS", " *.log, ,build/** "),
+            ("SERVERFS_DISABLE_DEFAULT_DENY", "true"),
+            ("SERVERFS_MAX_WRITE_BYTES", "33"),
+            ("SERVERFS_MAX_EDITS_PER_CALL", "5"),
+            ("SERVERFS_BINARY_TRANSFER_ENABLED", "on"),
+            ("SERVERFS_MAX_BINARY_TRANSFER_BYTES", "44"),
+            ("SERVERFS_AGENT_MODE", "Review"),
+            ("SERVERFS_AGENT_RUNTIMES", "fake, ACP-zed"),
+            ("SERVERFS_AGENT_BRIDGE_ENABLED", "TRUE"),
+            ("SERVERFS_AGENT_BRIDGE_SOCKET", "/b/bridge.sock"),
+            ("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS", "1.5"),
+            ("SERVERFS_AGENT_LOCK_DIR", "/b/locks"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        config.server,
+        ServerSettings {
+            log_level: LogLevel::Warning,
+            default_list_limit: 9,
+            max_list_entries: 90,
+            default_search_results: 8,
+            max_search_results: 80,
+            max_walk_entries: 777,
+            search_timeout_ms: 2500,
+            search_max_file_bytes: 1000,
+            max_edits_per_call: 5,
+        }
+    );
+    assert_eq!(
+        config.agent,
+        AgentSettings {
+            bridge_enabled: true,
+            bridge_socket: PathBuf::from("/b/bridge.sock"),
+            bridge_timeout_ms: 1500,
+            lock_dir: PathBuf::from("/b/locks"),
+        }
+    );
+    let w = &config.workdirs[0];
+    assert_eq!(
+        (
+            w.allow_hidden,
+            w.default_deny,
+            w.binary_transfer,
+            w.read_only
+        ),
+        (true, false, true, true)
+    );
+    assert_eq!(w.deny, ["*.log", "build/**"]);
+    assert_eq!(
+        (
+            w.max_read_lines,
+            w.max_read_bytes,
+            w.max_write_bytes,
+            w.max_binary_transfer_bytes
+        ),
+        (12, 2048, 33, 44)
+    );
+    assert_eq!(w.agent_mode, AgentMode::Review);
+    assert_eq!(
+        w.agent_runtimes,
+        [AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake]
+    );
+}
+
+#[test]
+fn strict_globals_abort_on_bad_values() {
+    let fx = Fixture::new();
+    let cases = [
+        ("SERVERFS_MAX_READ_BYTES", "abc", "a positive integer"),
+        ("SERVERFS_MAX_READ_BYTES", "0", "a positive integer"),
+        ("SERVERFS_MAX_READ_LINES", "-1", "a positive integer"),
+        ("SERVERFS_MAX_WRITE_BYTES", "1.5", "a positive integer"),
+        (
+            "SERVERFS_MAX_BINARY_TRANSFER_BYTES",
+            "8M",
+            "a positive integer",
+        ),
+        (
+            "SERVERFS_ALLOW_HIDDEN",
+            "maybe",
+            "a boolean (true, false, 1, 0, yes, no, on or off)",
+        ),
+        (
+            "SERVERFS_DISABLE_DEFAULT_DENY",
+            "nope",
+            "a boolean (true, false, 1, 0, yes, no, on or off)",
+        ),
+        (
+            "SERVERFS_BINARY_TRANSFER_ENABLED",
+            "2",
+            "a boolean (true, false, 1, 0, yes, no, on or off)",
+        ),
+        (
+            "SERVERFS_AGENT_MODE",
+            "write",
+            "one of disabled, review, workspace-write",
+        ),
+    ];
+    for (name, value, expected) in cases {
+        assert_eq!(
+            message(slot1(&fx, &[(name, value)])),
+            format!("{name}: expected {expected}, got {value:?}")
+        );
+    }
+}
+
+#[test]
+fn empty_strict_values_mean_the_default() {
+    let fx = Fixture::new();
+    let config = slot1(
+        &fx,
+        &[
+            ("SERVERFS_MAX_READ_BYTES", ""),
+            ("SERVERFS_ALLOW_HIDDEN", " "),
+            ("SERVERFS_AGENT_MODE", ""),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.workdirs[0].max_read_bytes, 524_288);
+    assert!(!config.workdirs[0].allow_hidden);
+}
+
+#[test]
+fn lenient_globals_fall_back_to_defaults() {
+    let fx = Fixture::new();
+    let config = slot1(
+        &fx,
+        &[
+            ("SERVERFS_DEFAULT_LIST_LIMIT", "-3"),
+            ("SERVERFS_MAX_LIST_ENTRIES", "abc"),
+            ("SERVERFS_DEFAULT_SEARCH_RESULTS", "0"),
+            ("SERVERFS_MAX_SEARCH_RESULTS", "1.5"),
+            ("SERVERFS_MAX_WALK_ENTRIES", "lots"),
+            ("SERVERFS_SEARCH_TIMEOUT_SECONDS", "soon"),
+            ("SERVERFS_SEARCH_MAX_FILE_BYTES", ""),
+            ("SERVERFS_MAX_EDITS_PER_CALL", "0"),
+            ("SERVERFS_LOG_LEVEL", "verbose"),
+            ("SERVERFS_AGENT_BRIDGE_ENABLED", "enabled"),
+            ("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS", "-2"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.server, ServerSettings::default());
+    assert!(!config.agent.bridge_enabled);
+    assert_eq!(config.agent.bridge_timeout_ms, 30_000);
+}
+
+#[test]
+fn lenient_values_out_of_bounds_are_still_errors() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(slot1(&fx, &[("SERVERFS_MAX_LIST_ENTRIES", "100001")])),
+        "SERVERFS_MAX_LIST_ENTRIES: must be between 1 and 100000, got 100001"
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("SERVERFS_SEARCH_TIMEOUT_SECONDS", "0.05")])),
+        "SERVERFS_SEARCH_TIMEOUT_SECONDS: must be between 100 and 600000, got 50"
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("SERVERFS_MAX_READ_BYTES", "1000")])),
+        "SERVERFS_MAX_READ_BYTES: must be between 1024 and 67108864, got 1000"
+    );
+}
+
+#[test]
+fn list_and_search_defaults_are_clamped_to_their_maxima() {
+    let fx = Fixture::new();
+    let implicit = slot1(
+        &fx,
+        &[
+            ("SERVERFS_MAX_LIST_ENTRIES", "10"),
+            ("SERVERFS_MAX_SEARCH_RESULTS", "20"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            implicit.server.default_list_limit,
+            implicit.server.default_search_results
+        ),
+        (10, 20)
+    );
+    // Upstream's min(default, max) applies to written defaults too.
+    let explicit = slot1(
+        &fx,
+        &[
+            ("SERVERFS_DEFAULT_LIST_LIMIT", "400"),
+            ("SERVERFS_MAX_LIST_ENTRIES", "300"),
+            ("SERVERFS_DEFAULT_SEARCH_RESULTS", "99"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            explicit.server.default_list_limit,
+            explicit.server.default_search_results
+        ),
+        (300, 99)
+    );
+}
+
+#[test]
+fn search_timeout_ms_wins_over_seconds() {
+    let fx = Fixture::new();
+    let timeout = |pairs: &[(&str, &str)]| slot1(&fx, pairs).unwrap().server.search_timeout_ms;
+    assert_eq!(timeout(&[("SERVERFS_SEARCH_TIMEOUT_MS", "2500")]), 2500);
+    assert_eq!(timeout(&[("SERVERFS_SEARCH_TIMEOUT_SECONDS", "3")]), 3000);
+    assert_eq!(
+        timeout(&[
+            ("SERVERFS_SEARCH_TIMEOUT_MS", "700"),
+            ("SERVERFS_SEARCH_TIMEOUT_SECONDS", "3")
+        ]),
+        700
+    );
+    // Set but unusable: lenient, the default (the legacy variable is only
+    // a fallback for an absent one).
+    assert_eq!(
+        timeout(&[
+            ("SERVERFS_SEARCH_TIMEOUT_MS", "x"),
+            ("SERVERFS_SEARCH_TIMEOUT_SECONDS", "3")
+        ]),
+        15_000
+    );
+    assert_eq!(
+        timeout(&[
+            ("SERVERFS_SEARCH_TIMEOUT_MS", ""),
+            ("SERVERFS_SEARCH_TIMEOUT_SECONDS", "3")
+        ]),
+        3000
+    );
+}
+
+#[test]
+fn log_level_is_case_insensitive_and_never_fatal() {
+    let fx = Fixture::new();
+    for (value, level) in [
+        ("debug", LogLevel::Debug),
+        (" INFO ", LogLevel::Info),
+        ("Warning", LogLevel::Warning),
+        ("ERROR", LogLevel::Error),
+        ("warn", LogLevel::Info),
+        ("", LogLevel::Info),
+    ] {
+        assert_eq!(
+            slot1(&fx, &[("SERVERFS_LOG_LEVEL", value)])
+                .unwrap()
+                .server
+                .log_level,
+            level,
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn bridge_lock_dir_must_be_absolute_when_enabled() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                ("SERVERFS_AGENT_BRIDGE_ENABLED", "1"),
+                ("SERVERFS_AGENT_LOCK_DIR", "locks")
+            ]
+        )),
+        "SERVERFS_AGENT_LOCK_DIR: must be an absolute path while \
+         SERVERFS_AGENT_BRIDGE_ENABLED is on, got \"locks\""
+    );
+    assert!(slot1(&fx, &[("SERVERFS_AGENT_LOCK_DIR", "locks")]).is_ok());
+}
+
+#[test]
+fn global_agent_runtimes_are_checked() {
+    let fx = Fixture::new();
+    let on = ("SERVERFS_AGENT_BRIDGE_ENABLED", "1");
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                on,
+                ("SERVERFS_AGENT_MODE", "review"),
+                ("SERVERFS_AGENT_RUNTIMES", "fake,FAKE")
+            ]
+        )),
+        "SERVERFS_AGENT_RUNTIMES: agent runtime \"fake\" is listed more than once"
+    );
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                on,
+                ("SERVERFS_AGENT_MODE", "review"),
+                ("SERVERFS_AGENT_RUNTIMES", "gemini")
+            ]
+        )),
+        "SERVERFS_AGENT_RUNTIMES: unknown agent runtime \"gemini\" \
+         (expected codex, claude, qoder, fake or acp-<name>)"
+    );
+    assert_eq!(
+        message(slot1(&fx, &[on, ("SERVERFS_AGENT_RUNTIMES", "fake")])),
+        "SERVERFS_AGENT_RUNTIMES: agent runtimes are listed but SERVERFS_AGENT_MODE is \"disabled\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[on, ("SERVERFS_AGENT_MODE", "review")])),
+        "SERVERFS_AGENT_MODE: agent mode \"review\" needs at least one runtime in \
+         SERVERFS_AGENT_RUNTIMES"
+    );
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                ("SERVERFS_AGENT_MODE", "review"),
+                ("SERVERFS_AGENT_RUNTIMES", "fake")
+            ]
+        )),
+        "SERVERFS_AGENT_MODE: workdir \"one\": agent mode \"review\" needs the Agent Bridge: \
+         set SERVERFS_AGENT_BRIDGE_ENABLED to true"
+    );
+}
+
+#[test]
+fn slot_overrides() {
+    let fx = Fixture::new();
+    fx.slot(1);
+    fx.slot(3);
+    let config = fx
+        .env_config(&[
+            ("SERVERFS_EXTRA_DENY_GLOBS", "*.log,tmp/**"),
+            ("SERVERFS_DISABLE_DEFAULT_DENY", "true"),
+            ("SERVERFS_MAX_READ_LINES", "10"),
+            ("WORKDIR_01_ALIAS", "  one "),
+            ("WORKDIR_01_DESCRIPTION", "  First  "),
+            ("WORKDIR_01_READ_ONLY", ""),
+            ("WORKDIR_03_ALIAS", "three"),
+            ("WORKDIR_03_DESCRIPTION", "   "),
+            ("WORKDIR_03_READ_ONLY", "False"),
+            ("WORKDIR_03_ALLOW_HIDDEN", "1"),
+            ("WORKDIR_03_DISABLE_DEFAULT_DENY", "no"),
+            ("WORKDIR_03_EXTRA_DENY_GLOBS", "secret*, *.log"),
+            ("WORKDIR_03_MAX_READ_LINES", "20"),
+            ("WORKDIR_03_MAX_READ_BYTES", "4096"),
+            ("WORKDIR_03_MAX_WRITE_BYTES", "5"),
+            ("WORKDIR_03_BINARY_TRANSFER_ENABLED", "yes"),
+            ("WORKDIR_03_MAX_BINARY_TRANSFER_BYTES", "6"),
+            // Compose-only: the server ignores it.
+            ("WORKDIR_03_PATH", "/host/somewhere"),
+        ])
+        .unwrap();
+    let [one, three] = [&config.workdirs[0], &config.workdirs[1]];
+    assert_eq!(one.alias.as_str(), "one");
+    assert_eq!(one.description.as_deref(), Some("First"));
+    assert_eq!(
+        (
+            one.read_only,
+            one.default_deny,
+            one.max_read_lines,
+            one.legacy_slot
+        ),
+        (true, false, 10, Some(1))
+    );
+    assert_eq!(one.deny, ["*.log", "tmp/**"]);
+    assert_eq!(three.root, fx.join("03"));
+    assert_eq!(three.description, None);
+    assert_eq!(
+        (
+            three.read_only,
+            three.allow_hidden,
+            three.default_deny,
+            three.binary_transfer
+        ),
+        (false, true, true, true)
+    );
+    assert_eq!(three.deny, ["*.log", "tmp/**", "secret*"]);
+    assert_eq!(
+        (
+            three.max_read_lines,
+            three.max_read_bytes,
+            three.max_write_bytes,
+            three.max_binary_transfer_bytes,
+            three.legacy_slot
+        ),
+        (20, 4096, 5, 6, Some(3))
+    );
+}
+
+#[test]
+fn slot_values_are_strict_and_named() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_01_MAX_READ_BYTES", "abc")])),
+        "WORKDIR_01_MAX_READ_BYTES: expected a positive integer, got \"abc\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_01_READ_ONLY", "ro")])),
+        "WORKDIR_01_READ_ONLY: expected a boolean (true, false, 1, 0, yes, no, on or off), got \"ro\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_01_MAX_READ_LINES", "100001")])),
+        "WORKDIR_01_MAX_READ_LINES: must be between 1 and 100000, got 100001"
+    );
+    assert!(
+        message(slot1(&fx, &[("WORKDIR_01_EXTRA_DENY_GLOBS", "ok,[x")]))
+            .starts_with("WORKDIR_01_EXTRA_DENY_GLOBS: item 2 (\"[x\") is not a valid glob: ")
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_01_AGENT_MODE", "on")])),
+        "WORKDIR_01_AGENT_MODE: expected one of disabled, review, workspace-write, got \"on\""
+    );
+    fx.slot(2);
+    assert_eq!(
+        message(fx.env_config(&[("WORKDIR_01_ALIAS", "one"), ("WORKDIR_02_ALIAS", "2nd")])),
+        "WORKDIR_02_ALIAS: \"2nd\" is not a valid workdir alias \
+         (a letter, then at most 31 letters, digits, '_' or '-')"
+    );
+    assert_eq!(
+        message(fx.env_config(&[("WORKDIR_01_ALIAS", "one"), ("WORKDIR_02_ALIAS", "ONE")])),
+        "WORKDIR_02_ALIAS \"ONE\" duplicates \"one\" from WORKDIR_01_ALIAS \
+         (aliases are unique ignoring case)"
+    );
+}
+
+#[test]
+fn slot_agent_policy() {
+    let fx = Fixture::new();
+    let on = ("SERVERFS_AGENT_BRIDGE_ENABLED", "true");
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                on,
+                ("WORKDIR_01_AGENT_MODE", "workspace-write"),
+                ("WORKDIR_01_AGENT_RUNTIMES", "codex")
+            ]
+        )),
+        "WORKDIR_01_AGENT_MODE: workdir \"one\": agent mode \"workspace-write\" requires a \
+         writable workdir: set WORKDIR_01_READ_ONLY to false"
+    );
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                on,
+                ("WORKDIR_01_AGENT_MODE", "review"),
+                ("WORKDIR_01_AGENT_RUNTIMES", "claude")
+            ]
+        )),
+        "WORKDIR_01_AGENT_RUNTIMES: workdir \"one\": runtime \"claude\" requires agent mode \
+         \"workspace-write\", but the mode is \"review\" (WORKDIR_01_AGENT_MODE)"
+    );
+    let ok = slot1(
+        &fx,
+        &[
+            on,
+            ("WORKDIR_01_READ_ONLY", "false"),
+            ("WORKDIR_01_AGENT_MODE", "workspace-write"),
+            ("WORKDIR_01_AGENT_RUNTIMES", "qoder,codex"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        ok.workdirs[0].agent_runtimes,
+        [AgentRuntime::Codex, AgentRuntime::Qoder]
+    );
+    // An explicit `disabled` resets the inherited runtimes.
+    fx.slot(2);
+    let reset = fx
+        .env_config(&[
+            on,
+            ("SERVERFS_AGENT_MODE", "review"),
+            ("SERVERFS_AGENT_RUNTIMES", "fake"),
+            ("WORKDIR_01_ALIAS", "one"),
+            ("WORKDIR_02_ALIAS", "two"),
+            ("WORKDIR_02_AGENT_MODE", "disabled"),
+        ])
+        .unwrap();
+    assert_eq!(
+        (
+            reset.workdirs[0].agent_mode,
+            reset.workdirs[0].agent_runtimes.clone()
+        ),
+        (AgentMode::Review, vec![AgentRuntime::Fake])
+    );
+    assert_eq!(
+        (
+            reset.workdirs[1].agent_mode,
+            reset.workdirs[1].agent_runtimes.clone()
+        ),
+        (AgentMode::Disabled, vec![])
+    );
+}
+
+// --- slot states (spec §2.4) ---------------------------------------------
+
+#[test]
+fn state_a_placeholder_without_alias_is_disabled() {
+    let fx = Fixture::new();
+    fx.placeholder(2);
+    let config = slot1(&fx, &[]).unwrap();
+    assert_eq!(config.workdirs.len(), 1);
+    assert_eq!(config.workdirs[0].legacy_slot, Some(1));
+}
+
+#[test]
+fn a_missing_slot_root_without_alias_is_disabled() {
+    let fx = Fixture::new();
+    // Slots 02..16 do not exist at all.
+    assert_eq!(slot1(&fx, &[]).unwrap().workdirs.len(), 1);
+}
+
+#[test]
+fn state_b_alias_on_the_placeholder_is_an_error() {
+    let fx = Fixture::new();
+    let root = fx.placeholder(2);
+    let err = slot1(&fx, &[("WORKDIR_02_ALIAS", "two")]).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Slot {
+            slot: 2,
+            root: root.clone(),
+            alias: Some("two".to_owned()),
+            problem: SlotProblem::PlaceholderWithAlias,
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "WORKDIR_02_ALIAS is \"two\" but the slot root {root:?} is the empty placeholder \
+             mount: set WORKDIR_02_PATH to the host directory to expose"
+        )
+    );
+    assert_eq!(err.key().as_deref(), Some("WORKDIR_02_ALIAS"));
+}
+
+#[test]
+fn state_c_mounted_directory_without_alias_is_an_error() {
+    let fx = Fixture::new();
+    let root = fx.slot(4);
+    let text = message(slot1(&fx, &[]));
+    assert_eq!(
+        text,
+        format!(
+            "WORKDIR_04: the slot root {root:?} is a mounted directory but WORKDIR_04_ALIAS is \
+             not set: set WORKDIR_04_ALIAS (or unset WORKDIR_04_PATH)"
+        )
+    );
+    // An empty directory counts as mounted too (no sentinel).
+    let fx = Fixture::new();
+    fx.mkdir("05");
+    assert!(message(slot1(&fx, &[])).contains("WORKDIR_05_ALIAS is not set"));
+}
+
+#[test]
+fn state_d_alias_on_a_real_directory_is_enabled() {
+    let fx = Fixture::new();
+    let root = fx.slot(16);
+    let config = fx.env_config(&[("WORKDIR_16_ALIAS", "last")]).unwrap();
+    assert_eq!(config.workdirs[0].root, root);
+    assert_eq!(config.workdirs[0].legacy_slot, Some(16));
+}
+
+#[test]
+fn alias_with_a_missing_root_names_the_alias_variable() {
+    let fx = Fixture::new();
+    let err = slot1(&fx, &[("WORKDIR_07_ALIAS", "seven")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "WORKDIR_07_ALIAS is \"seven\" but the slot root {:?} does not exist (bind the host \
+             directory there, e.g. with WORKDIR_07_PATH in Compose)",
+            fx.join("07")
+        )
+    );
+    assert_eq!(err.key().as_deref(), Some("WORKDIR_07_ALIAS"));
+}
+
+#[test]
+fn sentinel_beside_other_entries_is_a_reserved_file_conflict() {
+    for alias in [None, Some("two")] {
+        let fx = Fixture::new();
+        let root = fx.placeholder(2);
+        fs::write(root.join("data.txt"), "x").unwrap();
+        let mut pairs = vec![];
+        if let Some(alias) = alias {
+            pairs.push(("WORKDIR_02_ALIAS", alias));
+        }
+        let err = slot1(&fx, &pairs).unwrap_err();
+        let ConfigError::Slot { slot, problem, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!((*slot, problem), (2, &SlotProblem::ReservedFile));
+        assert!(
+            err.to_string().contains("reserved file .serverfs-disabled"),
+            "{err}"
+        );
+    }
+    // A sentinel that is not a regular file is a conflict as well.
+    let fx = Fixture::new();
+    fx.mkdir("02/.serverfs-disabled");
+    assert!(matches!(
+        slot1(&fx, &[]),
+        Err(ConfigError::Slot {
+            problem: SlotProblem::ReservedFile,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn symlinked_or_file_slot_roots_are_errors() {
+    let fx = Fixture::new();
+    let target = fx.mkdir("elsewhere");
+    fx.symlink(&target, "02");
+    let err = slot1(&fx, &[("WORKDIR_02_ALIAS", "two")]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Slot {
+                slot: 2,
+                problem: SlotProblem::Symlink,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // Even a link to the placeholder: the slot root must be a real directory.
+    let fx = Fixture::new();
+    let placeholder = fx.placeholder(9);
+    fs::rename(&placeholder, fx.join("ph")).unwrap();
+    fx.symlink(&fx.join("ph"), "09");
+    assert!(matches!(
+        slot1(&fx, &[]),
+        Err(ConfigError::Slot {
+            slot: 9,
+            problem: SlotProblem::Symlink,
+            ..
+        })
+    ));
+    let fx = Fixture::new();
+    fx.file("03", "not a dir");
+    assert!(matches!(
+        slot1(&fx, &[]),
+        Err(ConfigError::Slot {
+            slot: 3,
+            problem: SlotProblem::NotADirectory,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_disabled_slot_must_not_grant_anything() {
+    let fx = Fixture::new();
+    fx.placeholder(2);
+    let cases = [
+        ("WORKDIR_02_READ_ONLY", "false", "be made writable"),
+        ("WORKDIR_02_AGENT_MODE", "review", "enable an agent mode"),
+        ("WORKDIR_02_AGENT_RUNTIMES", "fake", "list agent runtimes"),
+        (
+            "WORKDIR_02_BINARY_TRANSFER_ENABLED",
+            "true",
+            "enable binary transfer",
+        ),
+    ];
+    for (name, value, what) in cases {
+        assert_eq!(
+            message(slot1(&fx, &[(name, value)])),
+            format!(
+                "{name}: slot 02 is disabled (WORKDIR_02_ALIAS is not set) and must not {what}"
+            )
+        );
+        // The same on a slot whose root does not exist at all.
+        let missing = name.replace("_02_", "_05_");
+        assert!(
+            message(slot1(&fx, &[(&missing, value)]))
+                .starts_with(&format!("{missing}: slot 05 is disabled"))
+        );
+    }
+    // Harmless settings are fine on a disabled slot.
+    assert!(
+        slot1(
+            &fx,
+            &[
+                ("WORKDIR_02_READ_ONLY", "true"),
+                ("WORKDIR_02_AGENT_MODE", "disabled"),
+                ("WORKDIR_02_BINARY_TRANSFER_ENABLED", "false"),
+                ("WORKDIR_02_DESCRIPTION", "spare"),
+            ]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn invalid_values_on_a_disabled_slot_are_still_errors() {
+    let fx = Fixture::new();
+    fx.placeholder(2);
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_02_READ_ONLY", "maybe")])),
+        "WORKDIR_02_READ_ONLY: expected a boolean (true, false, 1, 0, yes, no, on or off), got \"maybe\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_02_MAX_READ_BYTES", "abc")])),
+        "WORKDIR_02_MAX_READ_BYTES: expected a positive integer, got \"abc\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_02_MAX_READ_BYTES", "10")])),
+        "WORKDIR_02_MAX_READ_BYTES: must be between 1024 and 67108864, got 10"
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_02_AGENT_RUNTIMES", "gemini")])),
+        "WORKDIR_02_AGENT_RUNTIMES: unknown agent runtime \"gemini\" \
+         (expected codex, claude, qoder, fake or acp-<name>)"
+    );
+}
+
+#[test]
+fn all_slots_disabled_is_an_error() {
+    let fx = Fixture::new();
+    fx.placeholder(1);
+    assert_eq!(
+        message(fx.env_config(&[("WORKDIR_01_DESCRIPTION", "x")])),
+        "no enabled workdir: every slot WORKDIR_01 … WORKDIR_16 is disabled: set \
+         WORKDIR_NN_ALIAS and mount the directory at the slot root"
+    );
+}
+
+#[test]
+fn unknown_slot_variables_are_refused() {
+    let fx = Fixture::new();
+    for name in [
+        "WORKDIR_01_READONLY",
+        "WORKDIR_01_MAX_LIST_ENTRIES",
+        "WORKDIR_01_",
+    ] {
+        let err = slot1(&fx, &[(name, "x")]).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::UnknownVariable { name: n, .. } if n == name),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with(&format!(
+            "{name}: unknown variable (per-slot names are ALIAS, PATH,"
+        )));
+    }
+    for name in [
+        "WORKDIR_17_ALIAS",
+        "WORKDIR_00_ALIAS",
+        "WORKDIR_1_ALIAS",
+        "WORKDIR_001_ALIAS",
+    ] {
+        assert_eq!(
+            message(slot1(&fx, &[(name, "x")])),
+            format!(
+                "{name}: unknown variable (slots are numbered with two digits, WORKDIR_01 … WORKDIR_16)"
+            )
+        );
+    }
+    // Not in the slot namespace at all.
+    assert!(
+        slot1(
+            &fx,
+            &[
+                ("WORKDIR_ROOT", "x"),
+                ("WORKDIRS", "y"),
+                ("MY_WORKDIR_01_ALIAS", "z")
+            ]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn workdirs_root_must_be_absolute() {
+    let env = crate::test_support::env(&[
+        ("SERVERFS_WORKDIRS_ROOT", "relative/dir"),
+        ("WORKDIR_01_ALIAS", "one"),
+    ]);
+    assert_eq!(
+        message(crate::Config::load(
+            &crate::ConfigSource::Environment,
+            &[],
+            &env
+        )),
+        "SERVERFS_WORKDIRS_ROOT: expected an absolute path, got \"relative/dir\""
+    );
+}
+
+#[test]
+fn default_slot_roots_are_under_workdirs() {
+    // No SERVERFS_WORKDIRS_ROOT: slot NN is /workdirs/NN, absent on a
+    // development machine, so an alias there is the missing-root error.
+    if std::path::Path::new("/workdirs").exists() {
+        eprintln!("skipped: /workdirs exists on this machine");
+        return;
+    }
+    let env = crate::test_support::env(&[("WORKDIR_03_ALIAS", "three")]);
+    let err = crate::Config::load(&crate::ConfigSource::Environment, &[], &env).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Slot {
+            slot: 3,
+            root: PathBuf::from("/workdirs/03"),
+            alias: Some("three".to_owned()),
+            problem: SlotProblem::MissingRoot,
+        }
+    );
+}

@@ -1,0 +1,81 @@
+//! The one configuration model of ServerFS.
+//!
+//! Both ServerFS processes read their workdirs, limits and agent settings
+//! through this crate, from one of three sources (chosen by
+//! [`select_source`]):
+//!
+//! - a `serverfs.toml` file (`--config FILE` or `SERVERFS_CONFIG`), the
+//!   native format, documented key by key in `docs/configuration.md` and
+//!   `examples/serverfs.toml`;
+//! - upstream's container variables: `SERVERFS_*` globals and the sixteen
+//!   `WORKDIR_NN_*` slots mounted at `/workdirs/NN`;
+//! - `--workdir ALIAS=PATH[:rw]` specs for a quick start without any file.
+//!
+//! Each source is parsed into a raw, source-independent form that still
+//! remembers which key set each value; one validation pass then checks every
+//! rule (alias syntax and uniqueness, root kind, limit bounds, deny globs,
+//! agent policy) and returns an immutable [`Config`]. Every failure is a
+//! single-line [`ConfigError`] naming the key, variable or spec at fault;
+//! the binaries print it as `serverfs: configuration error: <reason>` and
+//! exit with status 2.
+//!
+//! Loading has no side effects: it reads the TOML file and inspects each
+//! root with `lstat` (plus one directory listing for an environment slot
+//! holding the `.serverfs-disabled` sentinel), and nothing else. The
+//! environment is passed in as a map, never read from the process. The
+//! roots are opened later, once, by the filesystem kernel.
+//!
+//! The complete reference of keys, variables, defaults and bounds is
+//! `docs/configuration.md`.
+//!
+//! ```
+//! use serverfs_config::{AgentMode, Config};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir();
+//! let config = Config::from_toml_str(
+//!     r#"
+//!     [server]
+//!     deny = ["*.log"]
+//!
+//!     [[workdirs]]
+//!     alias = "scratch"
+//!     path = "."
+//!     read_only = false
+//!     deny = ["build/**"]
+//!     "#,
+//!     &dir,
+//! )?;
+//! let scratch = config.workdir("scratch").ok_or("missing")?;
+//! assert!(!scratch.read_only);
+//! assert_eq!(scratch.deny, ["*.log", "build/**"]);
+//! assert_eq!(scratch.agent_mode, AgentMode::Disabled);
+//!
+//! let err = Config::from_toml_str("[server]\nmax_list_entries = 0\n", &dir).unwrap_err();
+//! assert_eq!(err.to_string(), "server.max_list_entries: must be between 1 and 100000, got 0");
+//! # Ok(())
+//! # }
+//! ```
+
+mod agent;
+mod alias;
+mod cli;
+mod env;
+mod error;
+mod limits;
+mod model;
+mod parse;
+mod raw;
+mod report;
+mod source;
+mod toml_file;
+mod validate;
+
+#[cfg(test)]
+mod test_support;
+
+pub use agent::{AcpProfile, AgentMode, AgentRuntime};
+pub use alias::{InvalidAlias, WorkdirAlias};
+pub use error::{ConfigError, RootProblem, SlotProblem};
+pub use model::{AgentSettings, Config, LogLevel, ServerSettings, WorkdirConfig};
+pub use source::{ConfigSource, select_source};

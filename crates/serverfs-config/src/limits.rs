@@ -1,0 +1,66 @@
+//! Defaults and bounds of every numeric setting, in one table.
+//!
+//! The bounds are ours (upstream had none): they keep a typo such as an extra
+//! zero from turning a page budget into a memory hazard, while staying far
+//! above anything a sensible deployment needs.
+
+/// An inclusive range a numeric setting must fall in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub min: u64,
+    pub max: u64,
+}
+
+const fn bounds(min: u64, max: u64) -> Bounds {
+    Bounds { min, max }
+}
+
+/// A numeric setting: its default and its bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limit {
+    pub default: u64,
+    pub bounds: Bounds,
+}
+
+impl Limit {
+    /// The default as the signed type raw values use (every default fits).
+    pub(crate) fn default_i64(self) -> i64 {
+        i64::try_from(self.default).unwrap_or(i64::MAX)
+    }
+}
+
+const fn limit(default: u64, min: u64, max: u64) -> Limit {
+    Limit {
+        default,
+        bounds: bounds(min, max),
+    }
+}
+
+// Per-workdir limits (overridable per workdir; the [server] / SERVERFS_*
+// value is the default every workdir inherits).
+pub(crate) const MAX_READ_LINES: Limit = limit(500, 1, 100_000);
+pub(crate) const MAX_READ_BYTES: Limit = limit(524_288, 1_024, 67_108_864);
+pub(crate) const MAX_WRITE_BYTES: Limit = limit(1_048_576, 1, 268_435_456);
+pub(crate) const MAX_BINARY_TRANSFER_BYTES: Limit = limit(8_388_608, 1, 1_073_741_824);
+
+// Server-wide limits (never per workdir, spec §2.4).
+pub(crate) const DEFAULT_LIST_LIMIT: Limit = limit(100, 1, 100_000);
+pub(crate) const MAX_LIST_ENTRIES: Limit = limit(500, 1, 100_000);
+pub(crate) const DEFAULT_SEARCH_RESULTS: Limit = limit(50, 1, 10_000);
+pub(crate) const MAX_SEARCH_RESULTS: Limit = limit(100, 1, 10_000);
+pub(crate) const MAX_WALK_ENTRIES: Limit = limit(200_000, 1, 100_000_000);
+pub(crate) const SEARCH_TIMEOUT_MS: Limit = limit(15_000, 100, 600_000);
+// No useful ceiling exists for a per-file size filter; only "positive" is
+// checked, and i64::MAX is what a TOML integer can carry anyway.
+pub(crate) const SEARCH_MAX_FILE_BYTES: Limit = limit(52_428_800, 1, i64::MAX as u64);
+pub(crate) const MAX_EDITS_PER_CALL: Limit = limit(50, 1, 1_000);
+
+// Agent Bridge RPC timeout. The ceiling is an hour: a longer single RPC means
+// a hung Bridge, and the long-polls of the agent tools are at most 45 s.
+pub(crate) const BRIDGE_TIMEOUT_MS: Limit = limit(30_000, 100, 3_600_000);
+
+/// Number of `[[workdirs]]` a configuration may hold (spec §2.6).
+pub(crate) const MAX_WORKDIRS: usize = 64;
+
+/// Number of environment slots, `WORKDIR_01` … `WORKDIR_16` (spec §2.4).
+pub(crate) const SLOT_COUNT: u8 = 16;

@@ -1,0 +1,231 @@
+//! The validated configuration: immutable values the rest of ServerFS reads.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::agent::{AgentMode, AgentRuntime};
+use crate::alias::WorkdirAlias;
+use crate::limits;
+
+/// The whole validated configuration.
+///
+/// Built once at startup by [`Config::load`] or [`Config::from_toml_str`];
+/// nothing is reloaded at runtime (spec §2.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Server-wide settings.
+    pub server: ServerSettings,
+    /// How the MCP server reaches the Agent Bridge.
+    pub agent: AgentSettings,
+    /// The configured workdirs, in configuration order (1 to 64 of them,
+    /// aliases unique ignoring case).
+    pub workdirs: Vec<WorkdirConfig>,
+}
+
+impl Config {
+    /// The workdir with exactly this alias (case-sensitive, as clients send it).
+    pub fn workdir(&self, alias: &str) -> Option<&WorkdirConfig> {
+        self.workdirs.iter().find(|w| w.alias.as_str() == alias)
+    }
+
+    /// Whether the agent tools should be offered: the Bridge is enabled and
+    /// at least one workdir has an agent mode other than disabled (spec
+    /// agent-bridge §1.1).
+    pub fn agent_tools_enabled(&self) -> bool {
+        self.agent.bridge_enabled && self.workdirs.iter().any(|w| w.agent_mode.is_enabled())
+    }
+
+    /// Whether any workdir enables the binary transfer tools.
+    pub fn binary_tools_enabled(&self) -> bool {
+        self.workdirs.iter().any(|w| w.binary_transfer)
+    }
+}
+
+/// Log threshold of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum LogLevel {
+    /// Everything, including per-request detail.
+    Debug,
+    /// Normal operation (the default).
+    #[default]
+    Info,
+    /// Only problems.
+    Warning,
+    /// Only failures.
+    Error,
+}
+
+impl LogLevel {
+    /// Every level, most verbose first.
+    pub const ALL: [LogLevel; 4] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Warning,
+        LogLevel::Error,
+    ];
+
+    /// The TOML spelling: `debug`, `info`, `warning`, `error`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+        }
+    }
+
+    /// Parses the TOML spelling exactly.
+    pub fn parse(text: &str) -> Option<LogLevel> {
+        LogLevel::ALL
+            .into_iter()
+            .find(|level| level.as_str() == text)
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Server-wide settings: logging and the list, search and edit limits that
+/// are never per workdir (spec §2.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Log threshold (default `info`).
+    pub log_level: LogLevel,
+    /// Default `limit` of `list_directory` (default 100, at most
+    /// `max_list_entries`).
+    pub default_list_limit: u32,
+    /// Largest `limit` of `list_directory` (default 500, at most 100 000).
+    pub max_list_entries: u32,
+    /// Default `limit` of `find_files` / `search_text` (default 50, at most
+    /// `max_search_results`).
+    pub default_search_results: u32,
+    /// Largest `limit` of `find_files` / `search_text` (default 100, at most
+    /// 10 000).
+    pub max_search_results: u32,
+    /// Entries a search or find may visit before it stops with
+    /// `truncated: true` (default 200 000).
+    pub max_walk_entries: u64,
+    /// Wall-clock budget of one search, in milliseconds (default 15 000,
+    /// 100..=600 000).
+    pub search_timeout_ms: u64,
+    /// Files larger than this are skipped by `search_text` (default 50 MiB).
+    pub search_max_file_bytes: u64,
+    /// Edits one `edit_text_file` call may carry (default 50, 1..=1000).
+    pub max_edits_per_call: u32,
+}
+
+impl Default for ServerSettings {
+    fn default() -> ServerSettings {
+        // The defaults are all far inside u32, see `limits`.
+        ServerSettings {
+            log_level: LogLevel::Info,
+            default_list_limit: small(limits::DEFAULT_LIST_LIMIT.default),
+            max_list_entries: small(limits::MAX_LIST_ENTRIES.default),
+            default_search_results: small(limits::DEFAULT_SEARCH_RESULTS.default),
+            max_search_results: small(limits::MAX_SEARCH_RESULTS.default),
+            max_walk_entries: limits::MAX_WALK_ENTRIES.default,
+            search_timeout_ms: limits::SEARCH_TIMEOUT_MS.default,
+            search_max_file_bytes: limits::SEARCH_MAX_FILE_BYTES.default,
+            max_edits_per_call: small(limits::MAX_EDITS_PER_CALL.default),
+        }
+    }
+}
+
+/// Narrows a compile-time default to `u32`, saturating (never reached: every
+/// default in `limits` fits).
+fn small(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// How the MCP server reaches the Agent Bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// Master switch for the agent tools and the writer lease (default
+    /// false).
+    pub bridge_enabled: bool,
+    /// The Bridge's Unix socket. Absolute whenever `bridge_enabled`.
+    pub bridge_socket: PathBuf,
+    /// Timeout of one Bridge RPC, in milliseconds (default 30 000).
+    pub bridge_timeout_ms: u64,
+    /// Directory of writer-lease artifacts. Absolute whenever
+    /// `bridge_enabled`.
+    pub lock_dir: PathBuf,
+}
+
+/// The effective policy of one workdir: every default and override already
+/// applied.
+///
+/// # Security
+///
+/// `root` was checked to be an existing directory that is not itself a
+/// symbolic link when the configuration was loaded; the filesystem kernel
+/// still opens it with `O_NOFOLLOW | O_DIRECTORY` and never trusts that
+/// check. `root` is a host path: it must never appear in anything a client
+/// sees (ARCHITECTURE.md invariant 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkdirConfig {
+    /// The name clients use.
+    pub alias: WorkdirAlias,
+    /// Absolute host path of the root directory.
+    pub root: PathBuf,
+    /// Shown by `list_workdirs`; trimmed, never empty.
+    pub description: Option<String>,
+    /// Refuse every mutation (default true).
+    pub read_only: bool,
+    /// Allow path components starting with `.` (default false).
+    pub allow_hidden: bool,
+    /// Apply the built-in credential deny rules of spec §3.2 (default true).
+    pub default_deny: bool,
+    /// Extra deny globs: the server-wide list, then this workdir's own, with
+    /// duplicates removed (first occurrence kept). Always active, even with
+    /// `default_deny` off; every glob compiles.
+    pub deny: Vec<String>,
+    /// Offer the binary transfer tools on this workdir (default false).
+    pub binary_transfer: bool,
+    /// Cap on the `max_lines` of one text read (default 500).
+    pub max_read_lines: u32,
+    /// Byte budget of one text read page and of its longest line (default
+    /// 512 KiB).
+    pub max_read_bytes: u64,
+    /// Largest text a mutation may write (default 1 MiB).
+    pub max_write_bytes: u64,
+    /// Largest binary upload or download (default 8 MiB).
+    pub max_binary_transfer_bytes: u64,
+    /// What delegated agents may do here (default disabled).
+    pub agent_mode: AgentMode,
+    /// Runtimes agents may use here, sorted by name, no duplicates. Empty
+    /// exactly when `agent_mode` is disabled.
+    pub agent_runtimes: Vec<AgentRuntime>,
+    /// The environment slot `NN` this workdir came from, if any; keys the
+    /// writer lease of container deployments (spec §2.4).
+    pub legacy_slot: Option<u8>,
+}
+
+impl WorkdirConfig {
+    /// A workdir with every setting at its default: read-only, hidden paths
+    /// denied, built-in deny rules on, no extra globs, no binary transfer,
+    /// agents disabled. Meant for tests and fixtures; nothing is checked
+    /// about `root`.
+    pub fn with_defaults(alias: WorkdirAlias, root: PathBuf) -> WorkdirConfig {
+        WorkdirConfig {
+            alias,
+            root,
+            description: None,
+            read_only: true,
+            allow_hidden: false,
+            default_deny: true,
+            deny: Vec::new(),
+            binary_transfer: false,
+            max_read_lines: small(limits::MAX_READ_LINES.default),
+            max_read_bytes: limits::MAX_READ_BYTES.default,
+            max_write_bytes: limits::MAX_WRITE_BYTES.default,
+            max_binary_transfer_bytes: limits::MAX_BINARY_TRANSFER_BYTES.default,
+            agent_mode: AgentMode::Disabled,
+            agent_runtimes: Vec::new(),
+            legacy_slot: None,
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The value rules of the environment adapter (spec §2.2).
+//!
+//! Upstream deliberately mixes strict and lenient parsing: settings that
+//! widen access or size budgets are strict (a typo aborts startup), while
+//! a few tuning knobs and the Bridge master switch are lenient and fall back
+//! towards the safe default. Each function here is one of those rules.
+
+use crate::error::ConfigError;
+
+const TRUE_WORDS: [&str; 4] = ["true", "1", "yes", "on"];
+const FALSE_WORDS: [&str; 4] = ["false", "0", "no", "off"];
+
+/// Strict boolean: trimmed and case-insensitive `true|1|yes|on` or
+/// `false|0|no|off`; absent or empty means "not set" (`None`); anything else
+/// is an error naming `key`.
+pub(crate) fn strict_bool(key: &str, raw: Option<&str>) -> Result<Option<bool>, ConfigError> {
+    let Some(text) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let lower = text.to_ascii_lowercase();
+    if TRUE_WORDS.contains(&lower.as_str()) {
+        Ok(Some(true))
+    } else if FALSE_WORDS.contains(&lower.as_str()) {
+        Ok(Some(false))
+    } else {
+        Err(ConfigError::InvalidValue {
+            key: key.to_owned(),
+            expected: "a boolean (true, false, 1, 0, yes, no, on or off)",
+            got: raw.unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+/// Lenient boolean: true only for `1|true|yes|on` (trimmed, any case);
+/// anything else, garbage included, is false. Used for switches that must
+/// fail towards "off".
+pub(crate) fn lenient_bool(raw: Option<&str>) -> bool {
+    raw.map(|t| t.trim().to_ascii_lowercase())
+        .is_some_and(|t| TRUE_WORDS.contains(&t.as_str()))
+}
+
+/// Strict positive integer: absent or empty means "not set"; a non-integer,
+/// zero or a negative number is an error naming `key`.
+pub(crate) fn strict_int(key: &str, raw: Option<&str>) -> Result<Option<i64>, ConfigError> {
+    let Some(text) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let invalid = |expected| ConfigError::InvalidValue {
+        key: key.to_owned(),
+        expected,
+        got: raw.unwrap_or_default().to_owned(),
+    };
+    if !is_integer_syntax(text) {
+        return Err(invalid("a positive integer"));
+    }
+    match text.parse::<i64>() {
+        Ok(value) if value > 0 => Ok(Some(value)),
+        Ok(_) => Err(invalid("a positive integer")),
+        Err(_) => Err(invalid("a positive integer of at most 9223372036854775807")),
+    }
+}
+
+/// Lenient positive integer: absent, empty, unparsable or `<= 0` gives
+/// `None`, and the caller uses the default.
+pub(crate) fn lenient_int(raw: Option<&str>) -> Option<i64> {
+    let text = raw?.trim();
+    if !is_integer_syntax(text) {
+        return None;
+    }
+    text.parse::<i64>().ok().filter(|v| *v > 0)
+}
+
+/// Lenient positive float (seconds in upstream's variables): absent, empty,
+/// unparsable, non-finite or `<= 0` gives `None`.
+pub(crate) fn lenient_float(raw: Option<&str>) -> Option<f64> {
+    let value = raw?.trim().parse::<f64>().ok()?;
+    (value.is_finite() && value > 0.0).then_some(value)
+}
+
+/// Seconds to whole milliseconds, rounding to nearest; saturates on huge
+/// values, which the bounds check then rejects with the variable's name.
+pub(crate) fn seconds_to_ms(seconds: f64) -> i64 {
+    // `as` from f64 saturates (and the value is finite and positive here).
+    (seconds * 1000.0).round() as i64
+}
+
+/// Comma-separated list: items trimmed, empty items dropped.
+pub(crate) fn list(raw: Option<&str>) -> Vec<String> {
+    raw.unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `+?[0-9]+`, the integer syntax accepted in variables (no underscores,
+/// no exponent, no radix prefix).
+fn is_integer_syntax(text: &str) -> bool {
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_bool_accepts_both_word_sets_in_any_case_and_spacing() {
+        for word in ["true", "TRUE", " Yes ", "1", "on", "On"] {
+            assert_eq!(strict_bool("K", Some(word)), Ok(Some(true)), "{word:?}");
+        }
+        for word in ["false", "False", " no", "0", "off", "OFF "] {
+            assert_eq!(strict_bool("K", Some(word)), Ok(Some(false)), "{word:?}");
+        }
+        assert_eq!(strict_bool("K", None), Ok(None));
+        assert_eq!(strict_bool("K", Some("")), Ok(None));
+        assert_eq!(strict_bool("K", Some("   ")), Ok(None));
+    }
+
+    #[test]
+    fn strict_bool_rejects_anything_else_naming_the_key() {
+        for word in ["y", "2", "enabled", "tru", "yes please"] {
+            let err = strict_bool("WORKDIR_01_READ_ONLY", Some(word)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "WORKDIR_01_READ_ONLY: expected a boolean (true, false, 1, 0, yes, no, on or off), got {word:?}"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn lenient_bool_is_true_only_for_the_true_words() {
+        for word in ["1", "true", "YES", " on "] {
+            assert!(lenient_bool(Some(word)), "{word:?}");
+        }
+        for word in ["0", "false", "", "garbage", "2", "y"] {
+            assert!(!lenient_bool(Some(word)), "{word:?}");
+        }
+        assert!(!lenient_bool(None));
+    }
+
+    #[test]
+    fn strict_int_rules() {
+        assert_eq!(strict_int("K", Some("42")), Ok(Some(42)));
+        assert_eq!(strict_int("K", Some(" +7 ")), Ok(Some(7)));
+        assert_eq!(strict_int("K", Some("")), Ok(None));
+        assert_eq!(strict_int("K", None), Ok(None));
+        let err = strict_int("WORKDIR_03_MAX_READ_BYTES", Some("abc")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "WORKDIR_03_MAX_READ_BYTES: expected a positive integer, got \"abc\""
+        );
+        for bad in ["0", "-5", "1.5", "1e3", "0x10", "1_000", "12a", "+", "- 1"] {
+            assert!(strict_int("K", Some(bad)).is_err(), "{bad:?} accepted");
+        }
+        let huge = strict_int("K", Some("99999999999999999999")).unwrap_err();
+        assert!(
+            huge.to_string().contains("at most 9223372036854775807"),
+            "{huge}"
+        );
+    }
+
+    #[test]
+    fn lenient_int_falls_back_silently() {
+        assert_eq!(lenient_int(Some("10")), Some(10));
+        assert_eq!(lenient_int(Some(" 10 ")), Some(10));
+        for bad in ["", "0", "-1", "abc", "1.5", "99999999999999999999"] {
+            assert_eq!(lenient_int(Some(bad)), None, "{bad:?}");
+        }
+        assert_eq!(lenient_int(None), None);
+    }
+
+    #[test]
+    fn lenient_float_falls_back_silently() {
+        assert_eq!(lenient_float(Some("2.5")), Some(2.5));
+        assert_eq!(lenient_float(Some(" 15 ")), Some(15.0));
+        for bad in ["", "0", "-1", "abc", "inf", "NaN", "0.0"] {
+            assert_eq!(lenient_float(Some(bad)), None, "{bad:?}");
+        }
+        assert_eq!(seconds_to_ms(2.5), 2500);
+        assert_eq!(seconds_to_ms(0.0004), 0);
+        assert_eq!(seconds_to_ms(1e300), i64::MAX);
+    }
+
+    #[test]
+    fn list_trims_and_drops_empty_items() {
+        assert_eq!(list(Some(" a, b ,,c ,")), vec!["a", "b", "c"]);
+        assert_eq!(list(Some("")), Vec::<String>::new());
+        assert_eq!(list(Some(" , ")), Vec::<String>::new());
+        assert_eq!(list(None), Vec::<String>::new());
+    }
+}

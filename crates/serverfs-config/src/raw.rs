@@ -1,0 +1,148 @@
+//! The source-independent, unvalidated configuration.
+//!
+//! Each source (TOML file, environment, `--workdir` specs) is parsed into
+//! these types first; [`crate::validate`] then checks every rule once for all
+//! sources. Every value carries the key that configured it, so a validation
+//! error can name `workdirs[1].max_read_lines`, `WORKDIR_03_MAX_READ_BYTES` or
+//! `--workdir "docs=./d"` without knowing which source it came from.
+
+use std::path::PathBuf;
+
+use crate::agent::AgentMode;
+use crate::model::LogLevel;
+
+/// A configured value and the key it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Val<T> {
+    pub value: T,
+    /// The key, variable or spec an operator changes to change this value.
+    pub key: String,
+    /// Whether the operator wrote it (false: the built-in default).
+    pub explicit: bool,
+}
+
+impl<T> Val<T> {
+    /// A value the operator wrote at `key`.
+    pub fn set(value: T, key: impl Into<String>) -> Val<T> {
+        Val {
+            value,
+            key: key.into(),
+            explicit: true,
+        }
+    }
+
+    /// The built-in default of the setting at `key`.
+    pub fn default_at(value: T, key: impl Into<String>) -> Val<T> {
+        Val {
+            value,
+            key: key.into(),
+            explicit: false,
+        }
+    }
+
+    /// `Some(written)` becomes an explicit value, `None` the default.
+    pub fn or_default(value: Option<T>, default: T, key: impl Into<String>) -> Val<T> {
+        match value {
+            Some(value) => Val::set(value, key),
+            None => Val::default_at(default, key),
+        }
+    }
+}
+
+/// Everything one source said, before any rule is checked.
+#[derive(Debug, Clone)]
+pub(crate) struct RawConfig {
+    pub server: RawServer,
+    pub defaults: RawDefaults,
+    pub agent: RawAgent,
+    pub workdirs: Vec<RawWorkdir>,
+    /// Lower a list/search default that exceeds its maximum to the maximum
+    /// even when the operator wrote it: the environment adapter keeps
+    /// upstream's `min(default, max)`. Elsewhere only an unwritten default is
+    /// lowered and a written one is an error.
+    pub clamp_defaults: bool,
+    /// What to tell the operator when no workdir is configured.
+    pub empty_hint: String,
+}
+
+/// Server-wide settings.
+#[derive(Debug, Clone)]
+pub(crate) struct RawServer {
+    pub log_level: LogLevel,
+    pub default_list_limit: Val<i64>,
+    pub max_list_entries: Val<i64>,
+    pub default_search_results: Val<i64>,
+    pub max_search_results: Val<i64>,
+    pub max_walk_entries: Val<i64>,
+    pub search_timeout_ms: Val<i64>,
+    pub search_max_file_bytes: Val<i64>,
+    pub max_edits_per_call: Val<i64>,
+}
+
+/// Defaults every workdir inherits unless it overrides them.
+#[derive(Debug, Clone)]
+pub(crate) struct RawDefaults {
+    pub allow_hidden: bool,
+    pub default_deny: bool,
+    pub deny: Val<Vec<String>>,
+    pub binary_transfer: bool,
+    pub max_read_lines: Val<i64>,
+    pub max_read_bytes: Val<i64>,
+    pub max_write_bytes: Val<i64>,
+    pub max_binary_transfer_bytes: Val<i64>,
+    pub agent_mode: Val<AgentMode>,
+    pub agent_runtimes: Val<Vec<String>>,
+}
+
+/// How the server reaches the Agent Bridge.
+#[derive(Debug, Clone)]
+pub(crate) struct RawAgent {
+    pub enabled: Val<bool>,
+    pub socket: Val<PathBuf>,
+    pub timeout_ms: Val<i64>,
+    pub lock_dir: Val<PathBuf>,
+}
+
+/// One workdir as written: `None` means "inherit the default".
+#[derive(Debug, Clone)]
+pub(crate) struct RawWorkdir {
+    pub alias: Val<String>,
+    /// Already absolute (sources resolve relative paths).
+    pub root: Val<PathBuf>,
+    pub description: Option<String>,
+    pub read_only: Val<bool>,
+    pub allow_hidden: Option<bool>,
+    pub default_deny: Option<bool>,
+    pub deny: Option<Val<Vec<String>>>,
+    pub binary_transfer: Option<bool>,
+    pub max_read_lines: Option<Val<i64>>,
+    pub max_read_bytes: Option<Val<i64>>,
+    pub max_write_bytes: Option<Val<i64>>,
+    pub max_binary_transfer_bytes: Option<Val<i64>>,
+    pub agent_mode: Option<Val<AgentMode>>,
+    pub agent_runtimes: Option<Val<Vec<String>>>,
+    pub legacy_slot: Option<u8>,
+}
+
+impl RawWorkdir {
+    /// A workdir with nothing overridden: read-only, everything inherited.
+    pub fn new(alias: Val<String>, root: Val<PathBuf>, read_only: Val<bool>) -> RawWorkdir {
+        RawWorkdir {
+            alias,
+            root,
+            description: None,
+            read_only,
+            allow_hidden: None,
+            default_deny: None,
+            deny: None,
+            binary_transfer: None,
+            max_read_lines: None,
+            max_read_bytes: None,
+            max_write_bytes: None,
+            max_binary_transfer_bytes: None,
+            agent_mode: None,
+            agent_runtimes: None,
+            legacy_slot: None,
+        }
+    }
+}

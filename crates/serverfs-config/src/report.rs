@@ -1,0 +1,232 @@
+//! The operator's view of the effective policy (`serverfs check-config`).
+
+use std::fmt::Write as _;
+
+use crate::model::{Config, WorkdirConfig};
+
+impl Config {
+    /// A human-readable, multi-line report of the effective configuration:
+    /// server settings, the Agent Bridge, then every workdir with its root,
+    /// access, hidden and deny policy, binary transfer, limits and agent
+    /// policy.
+    ///
+    /// Contains host paths: it is meant for the operator's terminal, never
+    /// for an MCP client.
+    pub fn policy_report(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail; the results are ignored.
+        let s = &self.server;
+        let _ = writeln!(out, "server:");
+        let _ = writeln!(out, "  log level: {}", s.log_level);
+        let _ = writeln!(
+            out,
+            "  list_directory limit: default {}, max {}",
+            s.default_list_limit, s.max_list_entries
+        );
+        let _ = writeln!(
+            out,
+            "  find/search results: default {}, max {}",
+            s.default_search_results, s.max_search_results
+        );
+        let _ = writeln!(out, "  max walk entries: {}", s.max_walk_entries);
+        let _ = writeln!(out, "  search timeout: {} ms", s.search_timeout_ms);
+        let _ = writeln!(out, "  search max file bytes: {}", s.search_max_file_bytes);
+        let _ = writeln!(out, "  max edits per call: {}", s.max_edits_per_call);
+
+        let a = &self.agent;
+        let _ = writeln!(
+            out,
+            "agent bridge: {}",
+            if a.bridge_enabled {
+                "enabled"
+            } else {
+                "disabled"
+            }
+        );
+        let _ = writeln!(out, "  socket: {}", a.bridge_socket.display());
+        let _ = writeln!(out, "  lock dir: {}", a.lock_dir.display());
+        let _ = writeln!(out, "  timeout: {} ms", a.bridge_timeout_ms);
+        let _ = writeln!(
+            out,
+            "  agent tools: {}",
+            if self.agent_tools_enabled() {
+                "offered"
+            } else {
+                "not offered"
+            }
+        );
+
+        let _ = writeln!(out, "workdirs: {}", self.workdirs.len());
+        for workdir in &self.workdirs {
+            workdir_report(&mut out, workdir);
+        }
+        out
+    }
+}
+
+fn workdir_report(out: &mut String, w: &WorkdirConfig) {
+    let on_off = |flag: bool| if flag { "on" } else { "off" };
+    match w.legacy_slot {
+        Some(slot) => {
+            let _ = writeln!(out, "  {} (slot {slot:02})", w.alias);
+        }
+        None => {
+            let _ = writeln!(out, "  {}", w.alias);
+        }
+    }
+    let _ = writeln!(out, "    root: {}", w.root.display());
+    if let Some(description) = &w.description {
+        let _ = writeln!(out, "    description: {description}");
+    }
+    let _ = writeln!(
+        out,
+        "    access: {}",
+        if w.read_only {
+            "read-only"
+        } else {
+            "read-write"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "    hidden paths: {}",
+        if w.allow_hidden { "allowed" } else { "denied" }
+    );
+    let _ = writeln!(
+        out,
+        "    default deny (credential rules): {}",
+        on_off(w.default_deny)
+    );
+    if w.deny.is_empty() {
+        let _ = writeln!(out, "    extra deny globs (0)");
+    } else {
+        let _ = writeln!(
+            out,
+            "    extra deny globs ({}): {}",
+            w.deny.len(),
+            w.deny.join(", ")
+        );
+    }
+    let _ = writeln!(out, "    binary transfer: {}", on_off(w.binary_transfer));
+    let _ = writeln!(
+        out,
+        "    limits: max_read_lines {}, max_read_bytes {}, max_write_bytes {}, \
+         max_binary_transfer_bytes {}",
+        w.max_read_lines, w.max_read_bytes, w.max_write_bytes, w.max_binary_transfer_bytes
+    );
+    if w.agent_runtimes.is_empty() {
+        let _ = writeln!(out, "    agent: {}", w.agent_mode);
+    } else {
+        let names: Vec<&str> = w.agent_runtimes.iter().map(|r| r.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "    agent: {} (runtimes: {})",
+            w.agent_mode,
+            names.join(", ")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use pretty_assertions::assert_eq;
+
+    use crate::test_support::Fixture;
+    use crate::{
+        AgentMode, AgentRuntime, AgentSettings, Config, ServerSettings, WorkdirAlias, WorkdirConfig,
+    };
+
+    #[test]
+    fn report_lists_every_setting_of_every_workdir() {
+        let mut docs = WorkdirConfig::with_defaults(
+            WorkdirAlias::new("docs").unwrap(),
+            PathBuf::from("/srv/docs"),
+        );
+        docs.description = Some("Team docs".to_owned());
+        docs.legacy_slot = Some(3);
+        docs.deny = vec!["*.log".to_owned(), "build/**".to_owned()];
+        let mut code = WorkdirConfig::with_defaults(
+            WorkdirAlias::new("code").unwrap(),
+            PathBuf::from("/srv/code"),
+        );
+        code.read_only = false;
+        code.allow_hidden = true;
+        code.default_deny = false;
+        code.binary_transfer = true;
+        code.agent_mode = AgentMode::WorkspaceWrite;
+        code.agent_runtimes = vec![AgentRuntime::Codex, AgentRuntime::Fake];
+        let config = Config {
+            server: ServerSettings::default(),
+            agent: AgentSettings {
+                bridge_enabled: true,
+                bridge_socket: PathBuf::from("/run/b.sock"),
+                bridge_timeout_ms: 30_000,
+                lock_dir: PathBuf::from("/run/locks"),
+            },
+            workdirs: vec![docs, code],
+        };
+        assert_eq!(
+            config.policy_report(),
+            "\
+server:
+  log level: info
+  list_directory limit: default 100, max 500
+  find/search results: default 50, max 100
+  max walk entries: 200000
+  search timeout: 15000 ms
+  search max file bytes: 52428800
+  max edits per call: 50
+agent bridge: enabled
+  socket: /run/b.sock
+  lock dir: /run/locks
+  timeout: 30000 ms
+  agent tools: offered
+workdirs: 2
+  docs (slot 03)
+    root: /srv/docs
+    description: Team docs
+    access: read-only
+    hidden paths: denied
+    default deny (credential rules): on
+    extra deny globs (2): *.log, build/**
+    binary transfer: off
+    limits: max_read_lines 500, max_read_bytes 524288, max_write_bytes 1048576, max_binary_transfer_bytes 8388608
+    agent: disabled
+  code
+    root: /srv/code
+    access: read-write
+    hidden paths: allowed
+    default deny (credential rules): off
+    extra deny globs (0)
+    binary transfer: on
+    limits: max_read_lines 500, max_read_bytes 524288, max_write_bytes 1048576, max_binary_transfer_bytes 8388608
+    agent: workspace-write (runtimes: codex, fake)
+"
+        );
+    }
+
+    #[test]
+    fn report_mentions_each_loaded_workdir() {
+        let fx = Fixture::new();
+        fx.mkdir("a");
+        fx.mkdir("b");
+        let config = fx
+            .toml(
+                "[[workdirs]]\nalias = \"alpha\"\npath = \"a\"\n\
+                 [[workdirs]]\nalias = \"beta\"\npath = \"b\"\nread_only = false\n",
+            )
+            .unwrap();
+        let report = config.policy_report();
+        for workdir in &config.workdirs {
+            assert!(
+                report.contains(&format!("\n  {}\n", workdir.alias)),
+                "{report}"
+            );
+            assert!(report.contains(&format!("root: {}", workdir.root.display())));
+        }
+        assert!(report.contains("workdirs: 2\n"));
+        assert!(report.contains("agent bridge: disabled\n"));
+    }
+}

@@ -1,0 +1,410 @@
+//! The native source: `serverfs.toml`.
+//!
+//! The file is deserialized into structs that deny unknown fields and
+//! accept only the TOML type each key documents (no string coercion), then
+//! turned into [`RawConfig`]. Deserialization errors are rewritten to name
+//! the dotted key at fault (`workdirs[1].read_only`), found from the error's
+//! byte span in a spanned parse of the same text.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
+
+use crate::agent::AgentMode;
+use crate::env::native_bridge_paths;
+use crate::error::{ConfigError, one_line};
+use crate::limits;
+use crate::model::LogLevel;
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileToml {
+    #[serde(default)]
+    server: ServerToml,
+    #[serde(default)]
+    agent: AgentToml,
+    #[serde(default)]
+    workdirs: Vec<WorkdirToml>,
+}
+
+// Integers are read as i64 (TOML's integer type) so that a negative or
+// oversized value reaches the bounds check and gets its key in the message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerToml {
+    log_level: Option<String>,
+    default_list_limit: Option<i64>,
+    max_list_entries: Option<i64>,
+    default_search_results: Option<i64>,
+    max_search_results: Option<i64>,
+    max_walk_entries: Option<i64>,
+    search_timeout_ms: Option<i64>,
+    search_max_file_bytes: Option<i64>,
+    max_edits_per_call: Option<i64>,
+    // Defaults inherited by every workdir.
+    allow_hidden: Option<bool>,
+    default_deny: Option<bool>,
+    deny: Option<Vec<String>>,
+    binary_transfer: Option<bool>,
+    max_read_lines: Option<i64>,
+    max_read_bytes: Option<i64>,
+    max_write_bytes: Option<i64>,
+    max_binary_transfer_bytes: Option<i64>,
+    agent_mode: Option<String>,
+    agent_runtimes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentToml {
+    enabled: Option<bool>,
+    socket: Option<PathBuf>,
+    timeout_ms: Option<i64>,
+    lock_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkdirToml {
+    alias: String,
+    path: PathBuf,
+    description: Option<String>,
+    read_only: Option<bool>,
+    allow_hidden: Option<bool>,
+    default_deny: Option<bool>,
+    deny: Option<Vec<String>>,
+    binary_transfer: Option<bool>,
+    max_read_lines: Option<i64>,
+    max_read_bytes: Option<i64>,
+    max_write_bytes: Option<i64>,
+    max_binary_transfer_bytes: Option<i64>,
+    agent_mode: Option<String>,
+    agent_runtimes: Option<Vec<String>>,
+}
+
+/// Parses a `serverfs.toml` text. Relative workdir paths are resolved
+/// against `base_dir` (the file's directory); `env` only supplies the
+/// defaults of the Bridge socket and lock directory (XDG variables, HOME).
+pub(crate) fn raw_from_toml(
+    text: &str,
+    base_dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<RawConfig, ConfigError> {
+    // Parse once with spans: syntax errors are reported from here, and the
+    // spans let type errors below be attributed to a key path.
+    let spanned = DeTable::parse(text).map_err(|err| {
+        let (line, column) = err
+            .span()
+            .map_or((1, 1), |span| line_column(text, span.start));
+        ConfigError::TomlSyntax {
+            line,
+            column,
+            message: one_line(err.message()),
+        }
+    })?;
+    let file: FileToml = toml::from_str(text).map_err(|err| {
+        let offset = err.span().map_or(0, |span| span.start);
+        let (line, column) = line_column(text, offset);
+        let message = plain_words(&one_line(err.message()));
+        match key_path_at(spanned.get_ref(), offset) {
+            Some(key) => ConfigError::TomlKey { key, line, message },
+            None => ConfigError::TomlSyntax {
+                line,
+                column,
+                message,
+            },
+        }
+    })?;
+    into_raw(file, base_dir, env)
+}
+
+fn into_raw(
+    file: FileToml,
+    base_dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<RawConfig, ConfigError> {
+    let s = file.server;
+    let num = |value: Option<i64>, limit: limits::Limit, name: &str| {
+        Val::or_default(value, limit.default_i64(), format!("server.{name}"))
+    };
+    let log_level = match s.log_level {
+        None => LogLevel::default(),
+        Some(text) => LogLevel::parse(&text).ok_or(ConfigError::InvalidValue {
+            key: "server.log_level".to_owned(),
+            expected: "one of \"debug\", \"info\", \"warning\", \"error\"",
+            got: text,
+        })?,
+    };
+    let server = RawServer {
+        log_level,
+        default_list_limit: num(
+            s.default_list_limit,
+            limits::DEFAULT_LIST_LIMIT,
+            "default_list_limit",
+        ),
+        max_list_entries: num(
+            s.max_list_entries,
+            limits::MAX_LIST_ENTRIES,
+            "max_list_entries",
+        ),
+        default_search_results: num(
+            s.default_search_results,
+            limits::DEFAULT_SEARCH_RESULTS,
+            "default_search_results",
+        ),
+        max_search_results: num(
+            s.max_search_results,
+            limits::MAX_SEARCH_RESULTS,
+            "max_search_results",
+        ),
+        max_walk_entries: num(
+            s.max_walk_entries,
+            limits::MAX_WALK_ENTRIES,
+            "max_walk_entries",
+        ),
+        search_timeout_ms: num(
+            s.search_timeout_ms,
+            limits::SEARCH_TIMEOUT_MS,
+            "search_timeout_ms",
+        ),
+        search_max_file_bytes: num(
+            s.search_max_file_bytes,
+            limits::SEARCH_MAX_FILE_BYTES,
+            "search_max_file_bytes",
+        ),
+        max_edits_per_call: num(
+            s.max_edits_per_call,
+            limits::MAX_EDITS_PER_CALL,
+            "max_edits_per_call",
+        ),
+    };
+    let defaults = RawDefaults {
+        allow_hidden: s.allow_hidden.unwrap_or(false),
+        default_deny: s.default_deny.unwrap_or(true),
+        deny: Val::or_default(s.deny, Vec::new(), "server.deny"),
+        binary_transfer: s.binary_transfer.unwrap_or(false),
+        max_read_lines: num(s.max_read_lines, limits::MAX_READ_LINES, "max_read_lines"),
+        max_read_bytes: num(s.max_read_bytes, limits::MAX_READ_BYTES, "max_read_bytes"),
+        max_write_bytes: num(
+            s.max_write_bytes,
+            limits::MAX_WRITE_BYTES,
+            "max_write_bytes",
+        ),
+        max_binary_transfer_bytes: num(
+            s.max_binary_transfer_bytes,
+            limits::MAX_BINARY_TRANSFER_BYTES,
+            "max_binary_transfer_bytes",
+        ),
+        agent_mode: Val::or_default(
+            s.agent_mode
+                .map(|m| agent_mode(&m, "server.agent_mode"))
+                .transpose()?,
+            AgentMode::Disabled,
+            "server.agent_mode",
+        ),
+        agent_runtimes: Val::or_default(s.agent_runtimes, Vec::new(), "server.agent_runtimes"),
+    };
+
+    let a = file.agent;
+    let (default_socket, default_lock_dir) = native_bridge_paths(env, a.socket.as_deref());
+    let agent = RawAgent {
+        enabled: Val::or_default(a.enabled, false, "agent.enabled"),
+        socket: Val::or_default(a.socket, default_socket, "agent.socket"),
+        timeout_ms: Val::or_default(
+            a.timeout_ms,
+            limits::BRIDGE_TIMEOUT_MS.default_i64(),
+            "agent.timeout_ms",
+        ),
+        lock_dir: Val::or_default(a.lock_dir, default_lock_dir, "agent.lock_dir"),
+    };
+
+    let workdirs = file
+        .workdirs
+        .into_iter()
+        .enumerate()
+        .map(|(index, w)| workdir(index, w, base_dir))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    Ok(RawConfig {
+        server,
+        defaults,
+        agent,
+        workdirs,
+        clamp_defaults: false,
+        empty_hint: "the configuration file has no [[workdirs]] table".to_owned(),
+    })
+}
+
+fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, ConfigError> {
+    let key = |name: &str| format!("workdirs[{index}].{name}");
+    let root = resolve_root(&w.path, base_dir).ok_or_else(|| ConfigError::InvalidValue {
+        key: key("path"),
+        expected: "a directory path",
+        got: w.path.display().to_string(),
+    })?;
+    let number = |value: Option<i64>, name: &str| value.map(|v| Val::set(v, key(name)));
+    let mut raw = RawWorkdir::new(
+        Val::set(w.alias, key("alias")),
+        Val::set(root, key("path")),
+        Val::or_default(w.read_only, true, key("read_only")),
+    );
+    raw.description = w.description;
+    raw.allow_hidden = w.allow_hidden;
+    raw.default_deny = w.default_deny;
+    raw.deny = w.deny.map(|d| Val::set(d, key("deny")));
+    raw.binary_transfer = w.binary_transfer;
+    raw.max_read_lines = number(w.max_read_lines, "max_read_lines");
+    raw.max_read_bytes = number(w.max_read_bytes, "max_read_bytes");
+    raw.max_write_bytes = number(w.max_write_bytes, "max_write_bytes");
+    raw.max_binary_transfer_bytes =
+        number(w.max_binary_transfer_bytes, "max_binary_transfer_bytes");
+    raw.agent_mode = w
+        .agent_mode
+        .map(|m| agent_mode(&m, &key("agent_mode")).map(|mode| Val::set(mode, key("agent_mode"))))
+        .transpose()?;
+    raw.agent_runtimes = w.agent_runtimes.map(|r| Val::set(r, key("agent_runtimes")));
+    Ok(raw)
+}
+
+/// `path` if absolute, else `base_dir/path`, made absolute against the
+/// current directory if `base_dir` itself is relative. `None` for an empty
+/// path. No symlink is resolved: the root's own kind is checked later by
+/// `lstat`, and the kernel opens it with `O_NOFOLLOW`.
+fn resolve_root(path: &Path, base_dir: &Path) -> Option<PathBuf> {
+    if path.as_os_str().is_empty() {
+        return None;
+    }
+    std::path::absolute(base_dir.join(path)).ok()
+}
+
+fn agent_mode(text: &str, key: &str) -> Result<AgentMode, ConfigError> {
+    AgentMode::parse(text).ok_or_else(|| ConfigError::InvalidValue {
+        key: key.to_owned(),
+        expected: "one of \"disabled\", \"review\", \"workspace-write\"",
+        got: text.to_owned(),
+    })
+}
+
+/// Rewords serde's Rust type names in deserialization messages into the
+/// TOML words an operator knows.
+fn plain_words(message: &str) -> String {
+    message
+        .replace(" as i128", "")
+        .replace("expected i64", "expected an integer")
+        .replace("expected a sequence", "expected an array")
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// The dotted key path (`workdirs[1].read_only`) of the smallest key or
+/// value whose span contains `offset`. Table headers are the spans of
+/// tables, so an error about a whole `[[workdirs]]` entry (a missing key)
+/// names that entry.
+fn key_path_at(table: &DeTable<'_>, offset: usize) -> Option<String> {
+    let mut best: Option<Candidate> = None;
+    visit_table(table, "", 0, offset, &mut best);
+    best.map(|c| c.path)
+}
+
+struct Candidate {
+    len: usize,
+    depth: usize,
+    path: String,
+}
+
+fn consider(
+    span: Range<usize>,
+    path: &str,
+    depth: usize,
+    offset: usize,
+    best: &mut Option<Candidate>,
+) {
+    let hit = span.contains(&offset) || (span.is_empty() && span.start == offset);
+    if !hit {
+        return;
+    }
+    let len = span.len();
+    // Prefer the tightest span; on a tie (an array-of-tables entry shares
+    // its header span with the array key) prefer the deeper path.
+    let better = best
+        .as_ref()
+        .is_none_or(|b| len < b.len || (len == b.len && depth > b.depth));
+    if better {
+        *best = Some(Candidate {
+            len,
+            depth,
+            path: path.to_owned(),
+        });
+    }
+}
+
+fn visit_table(
+    table: &DeTable<'_>,
+    prefix: &str,
+    depth: usize,
+    offset: usize,
+    best: &mut Option<Candidate>,
+) {
+    for (key, value) in table.iter() {
+        let path = join_key(prefix, key.get_ref());
+        consider(key.span(), &path, depth + 1, offset, best);
+        consider(value.span(), &path, depth + 1, offset, best);
+        visit_value(value.get_ref(), &path, depth + 1, offset, best);
+    }
+}
+
+fn visit_value(
+    value: &DeValue<'_>,
+    path: &str,
+    depth: usize,
+    offset: usize,
+    best: &mut Option<Candidate>,
+) {
+    match value {
+        DeValue::Table(table) => visit_table(table, path, depth, offset, best),
+        DeValue::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let item_path = format!("{path}[{index}]");
+                consider(item.span(), &item_path, depth + 1, offset, best);
+                visit_value(item.get_ref(), &item_path, depth + 1, offset, best);
+            }
+        }
+        DeValue::String(_)
+        | DeValue::Integer(_)
+        | DeValue::Float(_)
+        | DeValue::Boolean(_)
+        | DeValue::Datetime(_) => {}
+    }
+}
+
+fn join_key(prefix: &str, key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let key = if bare {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    };
+    if prefix.is_empty() {
+        key
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+#[cfg(test)]
+#[path = "toml_file_tests.rs"]
+mod tests;

@@ -1,0 +1,473 @@
+//! The rules every source must satisfy, checked once on the raw values.
+//!
+//! Checks run in a fixed order (server settings, workdir defaults, agent
+//! settings, then each workdir in configuration order) and the first failure
+//! is reported, so the same configuration always gives the same message.
+//! Nothing here has side effects besides `lstat` on each root.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use crate::agent::{AgentMode, AgentRuntime};
+use crate::alias::WorkdirAlias;
+use crate::error::{ConfigError, RootProblem, one_line};
+use crate::limits::{self, Limit};
+use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+
+/// Turns raw values from any source into a validated [`Config`].
+pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+    let server = server_settings(&raw.server, raw.clamp_defaults)?;
+    let defaults = workdir_defaults(&raw.defaults)?;
+    let agent = agent_settings(&raw.agent)?;
+
+    if raw.workdirs.is_empty() {
+        return Err(ConfigError::NoWorkdirs {
+            hint: raw.empty_hint,
+        });
+    }
+    if raw.workdirs.len() > limits::MAX_WORKDIRS {
+        return Err(ConfigError::TooManyWorkdirs {
+            count: raw.workdirs.len(),
+            max: limits::MAX_WORKDIRS,
+        });
+    }
+
+    let mut workdirs: Vec<WorkdirConfig> = Vec::with_capacity(raw.workdirs.len());
+    let mut alias_keys: Vec<&str> = Vec::with_capacity(raw.workdirs.len());
+    for workdir in &raw.workdirs {
+        let alias = alias(&workdir.alias)?;
+        if let Some(index) = workdirs
+            .iter()
+            .position(|earlier| earlier.alias.eq_ignore_case(&alias))
+        {
+            return Err(ConfigError::DuplicateAlias {
+                key: workdir.alias.key.clone(),
+                alias: alias.as_str().to_owned(),
+                first: workdirs[index].alias.as_str().to_owned(),
+                first_key: alias_keys[index].to_owned(),
+            });
+        }
+        check_root(&alias, &workdir.root)?;
+        workdirs.push(effective_workdir(alias, workdir, &defaults, &raw.agent)?);
+        alias_keys.push(&workdir.alias.key);
+    }
+
+    Ok(Config {
+        server,
+        agent,
+        workdirs,
+    })
+}
+
+/// Checks the overrides of one workdir on their own (bounds, globs, runtime
+/// names). The environment adapter runs this on disabled slots too, so a
+/// typo is never hidden by the slot being off.
+pub(crate) fn check_overrides(workdir: &RawWorkdir) -> Result<(), ConfigError> {
+    let numbers = [
+        (&workdir.max_read_lines, limits::MAX_READ_LINES),
+        (&workdir.max_read_bytes, limits::MAX_READ_BYTES),
+        (&workdir.max_write_bytes, limits::MAX_WRITE_BYTES),
+        (
+            &workdir.max_binary_transfer_bytes,
+            limits::MAX_BINARY_TRANSFER_BYTES,
+        ),
+    ];
+    for (value, limit) in numbers {
+        if let Some(value) = value {
+            bounded(value, limit)?;
+        }
+    }
+    if let Some(deny) = &workdir.deny {
+        check_globs(deny)?;
+    }
+    if let Some(runtimes) = &workdir.agent_runtimes {
+        runtime_list(runtimes)?;
+    }
+    Ok(())
+}
+
+/// Parses a runtime list: every name known, none twice; sorted by name so
+/// reports and comparisons do not depend on the order written.
+pub(crate) fn runtime_list(names: &Val<Vec<String>>) -> Result<Vec<AgentRuntime>, ConfigError> {
+    let mut runtimes: Vec<AgentRuntime> = Vec::with_capacity(names.value.len());
+    for name in &names.value {
+        let runtime = AgentRuntime::parse(name).ok_or_else(|| ConfigError::InvalidRuntime {
+            key: names.key.clone(),
+            name: name.clone(),
+        })?;
+        if runtimes.contains(&runtime) {
+            return Err(ConfigError::DuplicateRuntime {
+                key: names.key.clone(),
+                name: name.clone(),
+            });
+        }
+        runtimes.push(runtime);
+    }
+    runtimes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    Ok(runtimes)
+}
+
+fn server_settings(raw: &RawServer, clamp: bool) -> Result<ServerSettings, ConfigError> {
+    let max_list_entries = bounded_u32(&raw.max_list_entries, limits::MAX_LIST_ENTRIES)?;
+    let default_list_limit = default_below_max(
+        &raw.default_list_limit,
+        limits::DEFAULT_LIST_LIMIT,
+        (max_list_entries, &raw.max_list_entries.key),
+        clamp,
+    )?;
+    let max_search_results = bounded_u32(&raw.max_search_results, limits::MAX_SEARCH_RESULTS)?;
+    let default_search_results = default_below_max(
+        &raw.default_search_results,
+        limits::DEFAULT_SEARCH_RESULTS,
+        (max_search_results, &raw.max_search_results.key),
+        clamp,
+    )?;
+    Ok(ServerSettings {
+        log_level: raw.log_level,
+        default_list_limit,
+        max_list_entries,
+        default_search_results,
+        max_search_results,
+        max_walk_entries: bounded(&raw.max_walk_entries, limits::MAX_WALK_ENTRIES)?,
+        search_timeout_ms: bounded(&raw.search_timeout_ms, limits::SEARCH_TIMEOUT_MS)?,
+        search_max_file_bytes: bounded(&raw.search_max_file_bytes, limits::SEARCH_MAX_FILE_BYTES)?,
+        max_edits_per_call: bounded_u32(&raw.max_edits_per_call, limits::MAX_EDITS_PER_CALL)?,
+    })
+}
+
+/// A page-size default must not exceed its maximum. An unwritten default is
+/// lowered to the maximum (the operator only lowered the maximum); so is a
+/// written one in environment mode, as upstream did; in a TOML file a
+/// written default above the written maximum is a contradiction and refused.
+fn default_below_max(
+    value: &Val<i64>,
+    limit: Limit,
+    (max, max_key): (u32, &str),
+    clamp: bool,
+) -> Result<u32, ConfigError> {
+    let default = bounded_u32(value, limit)?;
+    if default <= max {
+        Ok(default)
+    } else if clamp || !value.explicit {
+        Ok(max)
+    } else {
+        Err(ConfigError::Conflict {
+            key: value.key.clone(),
+            reason: format!("{default} exceeds {max_key} ({max})"),
+        })
+    }
+}
+
+/// Workdir defaults after their own checks, with the keys that set them.
+struct Defaults {
+    allow_hidden: bool,
+    default_deny: bool,
+    deny: Vec<String>,
+    binary_transfer: bool,
+    max_read_lines: u32,
+    max_read_bytes: u64,
+    max_write_bytes: u64,
+    max_binary_transfer_bytes: u64,
+    agent_mode: Val<AgentMode>,
+    agent_runtimes: Val<Vec<AgentRuntime>>,
+}
+
+fn workdir_defaults(raw: &RawDefaults) -> Result<Defaults, ConfigError> {
+    let max_read_lines = bounded_u32(&raw.max_read_lines, limits::MAX_READ_LINES)?;
+    let max_read_bytes = bounded(&raw.max_read_bytes, limits::MAX_READ_BYTES)?;
+    let max_write_bytes = bounded(&raw.max_write_bytes, limits::MAX_WRITE_BYTES)?;
+    let max_binary_transfer_bytes = bounded(
+        &raw.max_binary_transfer_bytes,
+        limits::MAX_BINARY_TRANSFER_BYTES,
+    )?;
+    check_globs(&raw.deny)?;
+    let runtimes = runtime_list(&raw.agent_runtimes)?;
+    let mode = &raw.agent_mode;
+    // The global pair must be consistent on its own (spec §2.3), even if
+    // every workdir overrides it.
+    if !mode.value.is_enabled() && !runtimes.is_empty() {
+        return Err(ConfigError::Conflict {
+            key: raw.agent_runtimes.key.clone(),
+            reason: format!("agent runtimes are listed but {} is \"disabled\"", mode.key),
+        });
+    }
+    if mode.value.is_enabled() && runtimes.is_empty() {
+        return Err(ConfigError::Conflict {
+            key: mode.key.clone(),
+            reason: format!(
+                "agent mode \"{}\" needs at least one runtime in {}",
+                mode.value, raw.agent_runtimes.key
+            ),
+        });
+    }
+    Ok(Defaults {
+        allow_hidden: raw.allow_hidden,
+        default_deny: raw.default_deny,
+        deny: dedup(raw.deny.value.iter()),
+        binary_transfer: raw.binary_transfer,
+        max_read_lines,
+        max_read_bytes,
+        max_write_bytes,
+        max_binary_transfer_bytes,
+        agent_mode: mode.clone(),
+        agent_runtimes: Val {
+            value: runtimes,
+            key: raw.agent_runtimes.key.clone(),
+            explicit: raw.agent_runtimes.explicit,
+        },
+    })
+}
+
+fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
+    let bridge_timeout_ms = bounded(&raw.timeout_ms, limits::BRIDGE_TIMEOUT_MS)?;
+    if raw.enabled.value {
+        // Both processes must find the same socket and lease directory
+        // whatever their working directory, so relative paths are refused.
+        for path in [&raw.socket, &raw.lock_dir] {
+            if !path.value.is_absolute() {
+                return Err(ConfigError::Conflict {
+                    key: path.key.clone(),
+                    reason: format!(
+                        "must be an absolute path while {} is on, got {:?}",
+                        raw.enabled.key, path.value
+                    ),
+                });
+            }
+        }
+    }
+    Ok(AgentSettings {
+        bridge_enabled: raw.enabled.value,
+        bridge_socket: raw.socket.value.clone(),
+        bridge_timeout_ms,
+        lock_dir: raw.lock_dir.value.clone(),
+    })
+}
+
+fn alias(value: &Val<String>) -> Result<WorkdirAlias, ConfigError> {
+    WorkdirAlias::new(&value.value).map_err(|_| ConfigError::InvalidAlias {
+        key: value.key.clone(),
+        alias: value.value.clone(),
+    })
+}
+
+/// The root must be an existing directory and not itself a symbolic link;
+/// only the final component is checked (`lstat`), parents may be links.
+/// This is an early, friendly check: the filesystem kernel opens the root
+/// with `O_NOFOLLOW | O_DIRECTORY` and does not rely on it.
+fn check_root(alias: &WorkdirAlias, root: &Val<PathBuf>) -> Result<(), ConfigError> {
+    let problem = match fs::symlink_metadata(&root.value) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Some(RootProblem::Missing),
+        Err(err) => Some(RootProblem::Inaccessible(one_line(&err.to_string()))),
+        Ok(meta) if meta.file_type().is_symlink() => Some(RootProblem::Symlink),
+        Ok(meta) if !meta.is_dir() => Some(RootProblem::NotADirectory),
+        Ok(_) => None,
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ConfigError::InvalidRoot {
+            key: root.key.clone(),
+            alias: alias.as_str().to_owned(),
+            path: root.value.clone(),
+            problem,
+        }),
+    }
+}
+
+fn effective_workdir(
+    alias: WorkdirAlias,
+    raw: &RawWorkdir,
+    defaults: &Defaults,
+    agent: &RawAgent,
+) -> Result<WorkdirConfig, ConfigError> {
+    // The workdir's own values first, in the same order as for a disabled
+    // environment slot, so the same typo gets the same message either way.
+    check_overrides(raw)?;
+    let pick = |value: &Option<Val<i64>>, limit: Limit, default: u64| match value {
+        Some(value) => bounded(value, limit),
+        None => Ok(default),
+    };
+    let max_read_lines = match &raw.max_read_lines {
+        Some(value) => bounded_u32(value, limits::MAX_READ_LINES)?,
+        None => defaults.max_read_lines,
+    };
+    let max_read_bytes = pick(
+        &raw.max_read_bytes,
+        limits::MAX_READ_BYTES,
+        defaults.max_read_bytes,
+    )?;
+    let max_write_bytes = pick(
+        &raw.max_write_bytes,
+        limits::MAX_WRITE_BYTES,
+        defaults.max_write_bytes,
+    )?;
+    let max_binary_transfer_bytes = pick(
+        &raw.max_binary_transfer_bytes,
+        limits::MAX_BINARY_TRANSFER_BYTES,
+        defaults.max_binary_transfer_bytes,
+    )?;
+    // Extra globs only ever add to the server-wide floor: a workdir can
+    // tighten the deny policy, never loosen it (spec §2.4).
+    let own_deny = raw
+        .deny
+        .as_ref()
+        .map(|d| d.value.as_slice())
+        .unwrap_or_default();
+    let deny = dedup(defaults.deny.iter().chain(own_deny));
+
+    let (agent_mode, agent_runtimes) = effective_agent(&alias, raw, defaults, agent)?;
+
+    Ok(WorkdirConfig {
+        description: raw
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned),
+        read_only: raw.read_only.value,
+        allow_hidden: raw.allow_hidden.unwrap_or(defaults.allow_hidden),
+        default_deny: raw.default_deny.unwrap_or(defaults.default_deny),
+        deny,
+        binary_transfer: raw.binary_transfer.unwrap_or(defaults.binary_transfer),
+        max_read_lines,
+        max_read_bytes,
+        max_write_bytes,
+        max_binary_transfer_bytes,
+        agent_mode,
+        agent_runtimes,
+        legacy_slot: raw.legacy_slot,
+        root: raw.root.value.clone(),
+        alias,
+    })
+}
+
+/// Resolves and checks the agent policy of one workdir (spec §2.4 and
+/// agent-bridge §1.1). Errors name the key that supplied the offending
+/// value, which is the workdir's own key or, when inherited, the default's.
+fn effective_agent(
+    alias: &WorkdirAlias,
+    raw: &RawWorkdir,
+    defaults: &Defaults,
+    agent: &RawAgent,
+) -> Result<(AgentMode, Vec<AgentRuntime>), ConfigError> {
+    let mode = raw.agent_mode.as_ref().unwrap_or(&defaults.agent_mode);
+    let runtimes = match (&raw.agent_runtimes, &raw.agent_mode) {
+        (Some(names), _) => Val::set(runtime_list(names)?, names.key.clone()),
+        // An explicit `disabled` also drops the inherited runtimes, so a
+        // workdir can opt out without repeating an empty list.
+        (None, Some(own_mode)) if own_mode.value == AgentMode::Disabled => {
+            Val::set(Vec::new(), own_mode.key.clone())
+        }
+        (None, _) => defaults.agent_runtimes.clone(),
+    };
+    let conflict = |key: &str, reason: String| ConfigError::Conflict {
+        key: key.to_owned(),
+        reason: format!("workdir \"{alias}\": {reason}"),
+    };
+
+    if !mode.value.is_enabled() {
+        if let Some(runtime) = runtimes.value.first() {
+            return Err(conflict(
+                &runtimes.key,
+                format!(
+                    "agent runtime \"{runtime}\" is allowed but the agent mode is \"disabled\" ({})",
+                    mode.key
+                ),
+            ));
+        }
+        return Ok((mode.value, Vec::new()));
+    }
+    if runtimes.value.is_empty() {
+        return Err(conflict(
+            &mode.key,
+            format!(
+                "agent mode \"{}\" needs at least one runtime ({})",
+                mode.value, runtimes.key
+            ),
+        ));
+    }
+    if mode.value == AgentMode::WorkspaceWrite && raw.read_only.value {
+        return Err(conflict(
+            &mode.key,
+            format!(
+                "agent mode \"workspace-write\" requires a writable workdir: set {} to false",
+                raw.read_only.key
+            ),
+        ));
+    }
+    if mode.value != AgentMode::WorkspaceWrite
+        && let Some(native) = runtimes.value.iter().find(|r| r.is_native())
+    {
+        return Err(conflict(
+            &runtimes.key,
+            format!(
+                "runtime \"{native}\" requires agent mode \"workspace-write\", \
+                 but the mode is \"{}\" ({})",
+                mode.value, mode.key
+            ),
+        ));
+    }
+    if !agent.enabled.value {
+        return Err(conflict(
+            &mode.key,
+            format!(
+                "agent mode \"{}\" needs the Agent Bridge: set {} to true",
+                mode.value, agent.enabled.key
+            ),
+        ));
+    }
+    Ok((mode.value, runtimes.value))
+}
+
+fn check_globs(globs: &Val<Vec<String>>) -> Result<(), ConfigError> {
+    for (index, glob) in globs.value.iter().enumerate() {
+        let invalid = |reason: String| ConfigError::InvalidGlob {
+            key: globs.key.clone(),
+            item: index + 1,
+            glob: glob.clone(),
+            reason,
+        };
+        if glob.is_empty() {
+            return Err(invalid("a glob must not be empty".to_owned()));
+        }
+        globset::Glob::new(glob).map_err(|err| invalid(one_line(&err.kind().to_string())))?;
+    }
+    Ok(())
+}
+
+/// Keeps the first occurrence of each string, in order.
+fn dedup<'a>(items: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
+fn bounded(value: &Val<i64>, limit: Limit) -> Result<u64, ConfigError> {
+    match u64::try_from(value.value) {
+        Ok(v) if (limit.bounds.min..=limit.bounds.max).contains(&v) => Ok(v),
+        Ok(_) | Err(_) => Err(out_of_range(value, limit)),
+    }
+}
+
+fn bounded_u32(value: &Val<i64>, limit: Limit) -> Result<u32, ConfigError> {
+    let v = bounded(value, limit)?;
+    u32::try_from(v).map_err(|_| out_of_range(value, limit))
+}
+
+fn out_of_range(value: &Val<i64>, limit: Limit) -> ConfigError {
+    ConfigError::OutOfRange {
+        key: value.key.clone(),
+        got: value.value,
+        min: limit.bounds.min,
+        max: limit.bounds.max,
+    }
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

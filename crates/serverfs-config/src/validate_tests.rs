@@ -1,0 +1,601 @@
+//! The rules, driven through the TOML source (the environment and CLI
+//! sources share this code; their own tests cover their keys).
+
+use std::path::PathBuf;
+
+use pretty_assertions::assert_eq;
+
+use crate::test_support::{Fixture, env, message};
+use crate::{AgentMode, AgentRuntime, Config, ConfigError, RootProblem};
+
+/// One workdir `a` at `<fixture>/a`, plus `server` and `workdir` extra lines.
+fn one(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
+    fx.mkdir("a");
+    fx.toml(&format!(
+        "[server]\n{server}\n[agent]\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n{workdir}\n"
+    ))
+}
+
+/// As `one`, with the Bridge enabled at absolute paths.
+fn with_bridge(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
+    fx.mkdir("a");
+    fx.toml(&format!(
+        "[server]\n{server}\n[agent]\nenabled = true\nsocket = \"/run/sfs/bridge.sock\"\n\
+         lock_dir = \"/run/sfs/locks\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n{workdir}\n"
+    ))
+}
+
+const SERVER_LIMITS: [(&str, i64, i64); 8] = [
+    ("default_list_limit", 1, 100_000),
+    ("max_list_entries", 1, 100_000),
+    ("default_search_results", 1, 10_000),
+    ("max_search_results", 1, 10_000),
+    ("max_walk_entries", 1, 100_000_000),
+    ("search_timeout_ms", 100, 600_000),
+    ("max_edits_per_call", 1, 1_000),
+    ("search_max_file_bytes", 1, i64::MAX),
+];
+
+const WORKDIR_LIMITS: [(&str, i64, i64); 4] = [
+    ("max_read_lines", 1, 100_000),
+    ("max_read_bytes", 1_024, 67_108_864),
+    ("max_write_bytes", 1, 268_435_456),
+    ("max_binary_transfer_bytes", 1, 1_073_741_824),
+];
+
+fn range_message(key: &str, min: i64, max: i64, got: i64) -> String {
+    if max == i64::MAX {
+        format!("{key}: must be at least {min}, got {got}")
+    } else {
+        format!("{key}: must be between {min} and {max}, got {got}")
+    }
+}
+
+#[test]
+fn server_limits_are_bounded_and_named() {
+    let fx = Fixture::new();
+    for (name, min, max) in SERVER_LIMITS {
+        // Raise the maxima so the defaults do not trip the ordering rule.
+        let lift = match name {
+            "default_list_limit" => "max_list_entries = 100000\n",
+            "default_search_results" => "max_search_results = 10000\n",
+            _ => "",
+        };
+        for ok in [min, max] {
+            let config = one(&fx, &format!("{lift}{name} = {ok}"), "");
+            assert!(config.is_ok(), "{name} = {ok}: {config:?}");
+        }
+        let mut bad = vec![min - 1, -1];
+        if max < i64::MAX {
+            bad.push(max + 1);
+        }
+        for got in bad {
+            let err = one(&fx, &format!("{lift}{name} = {got}"), "").unwrap_err();
+            let key = format!("server.{name}");
+            assert_eq!(err.to_string(), range_message(&key, min, max, got));
+            assert_eq!(err.key(), Some(key));
+        }
+    }
+}
+
+#[test]
+fn workdir_limits_are_bounded_at_both_levels() {
+    let fx = Fixture::new();
+    for (name, min, max) in WORKDIR_LIMITS {
+        for ok in [min, max] {
+            let server = one(&fx, &format!("{name} = {ok}"), "").unwrap();
+            let own = one(&fx, "", &format!("{name} = {ok}")).unwrap();
+            assert_eq!(server, own, "{name} = {ok}");
+        }
+        for got in [min - 1, max + 1, 0] {
+            assert_eq!(
+                message(one(&fx, &format!("{name} = {got}"), "")),
+                range_message(&format!("server.{name}"), min, max, got)
+            );
+            assert_eq!(
+                message(one(&fx, "", &format!("{name} = {got}"))),
+                range_message(&format!("workdirs[0].{name}"), min, max, got)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_written_default_above_its_maximum_is_refused() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(one(
+            &fx,
+            "default_list_limit = 200\nmax_list_entries = 100",
+            ""
+        )),
+        "server.default_list_limit: 200 exceeds server.max_list_entries (100)"
+    );
+    assert_eq!(
+        message(one(
+            &fx,
+            "default_search_results = 60\nmax_search_results = 59",
+            ""
+        )),
+        "server.default_search_results: 60 exceeds server.max_search_results (59)"
+    );
+    let equal = one(&fx, "default_list_limit = 7\nmax_list_entries = 7", "").unwrap();
+    assert_eq!(equal.server.default_list_limit, 7);
+}
+
+#[test]
+fn an_unwritten_default_follows_a_lower_maximum() {
+    let fx = Fixture::new();
+    let config = one(&fx, "max_list_entries = 10\nmax_search_results = 3", "").unwrap();
+    assert_eq!(
+        (
+            config.server.default_list_limit,
+            config.server.max_list_entries
+        ),
+        (10, 10)
+    );
+    assert_eq!(
+        (
+            config.server.default_search_results,
+            config.server.max_search_results
+        ),
+        (3, 3)
+    );
+}
+
+#[test]
+fn alias_rule_edges() {
+    let fx = Fixture::new();
+    let ok32 = format!("a{}", "b".repeat(31));
+    let bad33 = format!("a{}", "b".repeat(32));
+    fx.mkdir("a");
+    let with_alias = |alias: &str| {
+        fx.toml(&format!(
+            "[[workdirs]]\nalias = \"{alias}\"\npath = \"a\"\n"
+        ))
+    };
+    for ok in [ok32.as_str(), "x", "My_Docs-2", "a-", "Z_"] {
+        assert_eq!(with_alias(ok).unwrap().workdirs[0].alias.as_str(), ok);
+    }
+    for bad in [
+        bad33.as_str(),
+        "",
+        "1docs",
+        "_docs",
+        "-docs",
+        "my docs",
+        "my.docs",
+        " docs",
+    ] {
+        assert_eq!(
+            message(with_alias(bad)),
+            format!(
+                "workdirs[0].alias: {bad:?} is not a valid workdir alias \
+                 (a letter, then at most 31 letters, digits, '_' or '-')"
+            )
+        );
+    }
+}
+
+#[test]
+fn aliases_are_unique_ignoring_case() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    fx.mkdir("b");
+    let err = fx
+        .toml(
+            "[[workdirs]]\nalias = \"docs\"\npath = \"a\"\n\
+             [[workdirs]]\nalias = \"Docs\"\npath = \"b\"\n",
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::DuplicateAlias {
+            key: "workdirs[1].alias".to_owned(),
+            alias: "Docs".to_owned(),
+            first: "docs".to_owned(),
+            first_key: "workdirs[0].alias".to_owned(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "workdirs[1].alias \"Docs\" duplicates \"docs\" from workdirs[0].alias \
+         (aliases are unique ignoring case)"
+    );
+    // Same root twice under different aliases is allowed (e.g. ro + rw views).
+    assert!(
+        fx.toml(
+            "[[workdirs]]\nalias = \"x\"\npath = \"a\"\n[[workdirs]]\nalias = \"y\"\npath = \"a\"\n"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn root_must_be_an_existing_real_directory() {
+    let fx = Fixture::new();
+    let real = fx.mkdir("real");
+    fx.file("file.txt", "x");
+    fx.symlink(&real, "link");
+    fx.mkdir("parent/inner");
+    let linked_parent = fx.symlink(&fx.join("parent"), "plink");
+    let root_of =
+        |path: &str| fx.toml(&format!("[[workdirs]]\nalias = \"w\"\npath = \"{path}\"\n"));
+    let expect = |path: &str, problem: RootProblem| {
+        let err = root_of(path).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::InvalidRoot {
+                key: "workdirs[0].path".to_owned(),
+                alias: "w".to_owned(),
+                path: fx.join(path),
+                problem,
+            }
+        );
+        err.to_string()
+    };
+    assert_eq!(
+        expect("missing", RootProblem::Missing),
+        format!(
+            "workdirs[0].path: root of workdir \"w\" ({:?}) does not exist",
+            fx.join("missing")
+        )
+    );
+    assert!(expect("file.txt", RootProblem::NotADirectory).ends_with("is not a directory"));
+    assert!(expect("link", RootProblem::Symlink).contains("is a symbolic link"));
+    // A symlink to a file is still a symlink.
+    fx.symlink(&fx.join("file.txt"), "filelink");
+    expect("filelink", RootProblem::Symlink);
+    // A dangling link exists (lstat) but is a link.
+    fx.symlink(&fx.join("nowhere"), "dangling");
+    expect("dangling", RootProblem::Symlink);
+    // Parents may be links; only the final component is checked.
+    let config = root_of("plink/inner").unwrap();
+    assert_eq!(config.workdirs[0].root, linked_parent.join("inner"));
+    assert_eq!(root_of("real").unwrap().workdirs[0].root, real);
+}
+
+#[test]
+fn deny_lists_union_global_first_without_duplicates() {
+    let fx = Fixture::new();
+    let config = one(
+        &fx,
+        "deny = [\"*.log\", \"build/**\", \"*.log\"]",
+        "deny = [\"secret*\", \"build/**\", \"x?\"]",
+    )
+    .unwrap();
+    assert_eq!(
+        config.workdirs[0].deny,
+        ["*.log", "build/**", "secret*", "x?"]
+    );
+    // Disabling the built-in rules never drops the extra globs.
+    let off = one(&fx, "deny = [\"*.log\"]", "default_deny = false").unwrap();
+    assert_eq!(
+        (off.workdirs[0].default_deny, off.workdirs[0].deny.clone()),
+        (false, vec!["*.log".to_owned()])
+    );
+}
+
+#[test]
+fn deny_globs_must_compile() {
+    let fx = Fixture::new();
+    let err = one(&fx, "", "deny = [\"ok*\", \"[abc\"]").unwrap_err();
+    let ConfigError::InvalidGlob {
+        key, item, glob, ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (key.as_str(), *item, glob.as_str()),
+        ("workdirs[0].deny", 2, "[abc")
+    );
+    assert!(
+        err.to_string()
+            .starts_with("workdirs[0].deny: item 2 (\"[abc\") is not a valid glob: "),
+        "{err}"
+    );
+    assert!(
+        message(one(&fx, "deny = [\"a{b\"]", ""))
+            .starts_with("server.deny: item 1 (\"a{b\") is not a valid glob: ")
+    );
+    assert_eq!(
+        message(one(&fx, "deny = [\"\"]", "")),
+        "server.deny: item 1 (\"\") is not a valid glob: a glob must not be empty"
+    );
+    assert!(one(&fx, "deny = [\"[!a]x\", \"logs_*/**\", \"?\"]", "").is_ok());
+}
+
+#[test]
+fn agent_modes_need_the_bridge() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(one(
+            &fx,
+            "",
+            "agent_mode = \"review\"\nagent_runtimes = [\"fake\"]"
+        )),
+        "workdirs[0].agent_mode: workdir \"a\": agent mode \"review\" needs the Agent Bridge: \
+         set agent.enabled to true"
+    );
+    let config = with_bridge(
+        &fx,
+        "",
+        "agent_mode = \"review\"\nagent_runtimes = [\"fake\"]",
+    )
+    .unwrap();
+    assert_eq!(config.workdirs[0].agent_mode, AgentMode::Review);
+    assert_eq!(config.workdirs[0].agent_runtimes, [AgentRuntime::Fake]);
+    assert!(config.agent_tools_enabled());
+    // The Bridge alone offers no agent tools.
+    assert!(!with_bridge(&fx, "", "").unwrap().agent_tools_enabled());
+}
+
+#[test]
+fn workspace_write_requires_a_writable_workdir() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]"
+        )),
+        "workdirs[0].agent_mode: workdir \"a\": agent mode \"workspace-write\" requires a \
+         writable workdir: set workdirs[0].read_only to false"
+    );
+    let ok = with_bridge(
+        &fx,
+        "",
+        "read_only = false\nagent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\", \"claude\", \"qoder\"]",
+    )
+    .unwrap();
+    assert_eq!(
+        ok.workdirs[0].agent_runtimes,
+        [
+            AgentRuntime::Claude,
+            AgentRuntime::Codex,
+            AgentRuntime::Qoder
+        ]
+    );
+}
+
+#[test]
+fn native_runtimes_require_workspace_write() {
+    let fx = Fixture::new();
+    for native in ["codex", "claude", "qoder"] {
+        assert_eq!(
+            message(with_bridge(
+                &fx,
+                "",
+                &format!("agent_mode = \"review\"\nagent_runtimes = [\"fake\", \"{native}\"]")
+            )),
+            format!(
+                "workdirs[0].agent_runtimes: workdir \"a\": runtime \"{native}\" requires agent \
+                 mode \"workspace-write\", but the mode is \"review\" (workdirs[0].agent_mode)"
+            )
+        );
+    }
+    assert!(
+        with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"review\"\nagent_runtimes = [\"acp-zed\", \"fake\"]"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn enabled_modes_need_runtimes_and_disabled_modes_refuse_them() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(with_bridge(&fx, "", "agent_mode = \"review\"")),
+        "workdirs[0].agent_mode: workdir \"a\": agent mode \"review\" needs at least one \
+         runtime (server.agent_runtimes)"
+    );
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"review\"\nagent_runtimes = []"
+        )),
+        "workdirs[0].agent_mode: workdir \"a\": agent mode \"review\" needs at least one \
+         runtime (workdirs[0].agent_runtimes)"
+    );
+    assert_eq!(
+        message(with_bridge(&fx, "", "agent_runtimes = [\"fake\"]")),
+        "workdirs[0].agent_runtimes: workdir \"a\": agent runtime \"fake\" is allowed but the \
+         agent mode is \"disabled\" (server.agent_mode)"
+    );
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"disabled\"\nagent_runtimes = [\"fake\"]"
+        )),
+        "workdirs[0].agent_runtimes: workdir \"a\": agent runtime \"fake\" is allowed but the \
+         agent mode is \"disabled\" (workdirs[0].agent_mode)"
+    );
+}
+
+#[test]
+fn the_global_agent_pair_must_be_consistent() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(with_bridge(&fx, "agent_mode = \"review\"", "")),
+        "server.agent_mode: agent mode \"review\" needs at least one runtime in server.agent_runtimes"
+    );
+    assert_eq!(
+        message(with_bridge(&fx, "agent_runtimes = [\"fake\"]", "")),
+        "server.agent_runtimes: agent runtimes are listed but server.agent_mode is \"disabled\""
+    );
+}
+
+#[test]
+fn inherited_agent_policy_and_explicit_disabled_reset() {
+    let fx = Fixture::new();
+    fx.mkdir("b");
+    let config = fx
+        .toml(
+            "[server]\nagent_mode = \"review\"\nagent_runtimes = [\"fake\", \"acp-b\", \"acp-a\"]\n\
+             [agent]\nenabled = true\nsocket = \"/s/bridge.sock\"\nlock_dir = \"/s/locks\"\n\
+             [[workdirs]]\nalias = \"a\"\npath = \"b\"\n\
+             [[workdirs]]\nalias = \"b\"\npath = \"b\"\nagent_mode = \"disabled\"\n",
+        )
+        .unwrap();
+    let names: Vec<&str> = config.workdirs[0]
+        .agent_runtimes
+        .iter()
+        .map(AgentRuntime::as_str)
+        .collect();
+    assert_eq!(config.workdirs[0].agent_mode, AgentMode::Review);
+    assert_eq!(names, ["acp-a", "acp-b", "fake"]);
+    assert_eq!(config.workdirs[1].agent_mode, AgentMode::Disabled);
+    assert_eq!(config.workdirs[1].agent_runtimes, []);
+}
+
+#[test]
+fn inherited_mode_conflicts_name_the_key_that_supplied_it() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "agent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]",
+            ""
+        )),
+        "server.agent_mode: workdir \"a\": agent mode \"workspace-write\" requires a writable \
+         workdir: set workdirs[0].read_only to false"
+    );
+}
+
+#[test]
+fn runtime_names_are_checked() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"review\"\nagent_runtimes = [\"fake\", \"fake\"]"
+        )),
+        "workdirs[0].agent_runtimes: agent runtime \"fake\" is listed more than once"
+    );
+    assert_eq!(
+        message(with_bridge(
+            &fx,
+            "",
+            "agent_mode = \"review\"\nagent_runtimes = [\"gemini\"]"
+        )),
+        "workdirs[0].agent_runtimes: unknown agent runtime \"gemini\" \
+         (expected codex, claude, qoder, fake or acp-<name>)"
+    );
+    assert_eq!(
+        message(one(&fx, "agent_runtimes = [\"Codex\"]", "")),
+        "server.agent_runtimes: unknown agent runtime \"Codex\" \
+         (expected codex, claude, qoder, fake or acp-<name>)"
+    );
+}
+
+#[test]
+fn bridge_paths_must_be_absolute_when_enabled() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let wd = "[[workdirs]]\nalias = \"a\"\npath = \"a\"\n";
+    assert_eq!(
+        message(fx.toml(&format!(
+            "[agent]\nenabled = true\nsocket = \"run/b.sock\"\nlock_dir = \"/l\"\n{wd}"
+        ))),
+        "agent.socket: must be an absolute path while agent.enabled is on, got \"run/b.sock\""
+    );
+    assert_eq!(
+        message(fx.toml(&format!(
+            "[agent]\nenabled = true\nsocket = \"/b.sock\"\nlock_dir = \"locks\"\n{wd}"
+        ))),
+        "agent.lock_dir: must be an absolute path while agent.enabled is on, got \"locks\""
+    );
+    // No XDG_RUNTIME_DIR, XDG_STATE_HOME or HOME: no usable default.
+    assert_eq!(
+        message(fx.toml(&format!("[agent]\nenabled = true\n{wd}"))),
+        "agent.socket: must be an absolute path while agent.enabled is on, got \"serverfs/bridge.sock\""
+    );
+    // Disabled: anything goes, nothing will use it.
+    assert!(
+        fx.toml(&format!("[agent]\nsocket = \"rel.sock\"\n{wd}"))
+            .is_ok()
+    );
+    assert_eq!(
+        message(fx.toml(&format!("[agent]\ntimeout_ms = 99\n{wd}"))),
+        "agent.timeout_ms: must be between 100 and 3600000, got 99"
+    );
+}
+
+#[test]
+fn native_bridge_defaults_follow_xdg() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let text = "[agent]\nenabled = true\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n";
+    let agent = |pairs: &[(&str, &str)]| {
+        let config = Config::from_toml_str_with_env(text, fx.path(), &env(pairs)).unwrap();
+        (config.agent.bridge_socket, config.agent.lock_dir)
+    };
+    let paths = |socket: &str, locks: &str| (PathBuf::from(socket), PathBuf::from(locks));
+    assert_eq!(
+        agent(&[
+            ("XDG_RUNTIME_DIR", "/run/user/7"),
+            ("XDG_STATE_HOME", "/st"),
+            ("HOME", "/h")
+        ]),
+        paths(
+            "/run/user/7/serverfs/bridge.sock",
+            "/run/user/7/serverfs/locks"
+        )
+    );
+    assert_eq!(
+        agent(&[
+            ("XDG_RUNTIME_DIR", "relative"),
+            ("XDG_STATE_HOME", "/st"),
+            ("HOME", "/h")
+        ]),
+        paths("/st/serverfs/bridge.sock", "/st/serverfs/locks")
+    );
+    assert_eq!(
+        agent(&[("HOME", "/h")]),
+        paths(
+            "/h/.local/state/serverfs/bridge.sock",
+            "/h/.local/state/serverfs/locks"
+        )
+    );
+    let explicit = Config::from_toml_str_with_env(
+        "[agent]\nenabled = true\nsocket = \"/b/x.sock\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n",
+        fx.path(),
+        &env(&[("HOME", "/h")]),
+    )
+    .unwrap();
+    assert_eq!(explicit.agent.lock_dir, PathBuf::from("/b/locks"));
+}
+
+#[test]
+fn descriptions_are_trimmed_and_empty_means_none() {
+    let fx = Fixture::new();
+    assert_eq!(
+        one(&fx, "", "description = \"  hi there \"")
+            .unwrap()
+            .workdirs[0]
+            .description,
+        Some("hi there".to_owned())
+    );
+    assert_eq!(
+        one(&fx, "", "description = \" \\t \"").unwrap().workdirs[0].description,
+        None
+    );
+}
+
+#[test]
+fn every_error_is_one_line() {
+    // A newline smuggled into a value must not break the one-line rule.
+    let fx = Fixture::new();
+    let text = message(one(&fx, "", "agent_mode = \"re\\nview\""));
+    assert_eq!(
+        text,
+        "workdirs[0].agent_mode: expected one of \"disabled\", \"review\", \"workspace-write\", got \"re\\nview\""
+    );
+}
