@@ -1,27 +1,33 @@
 //! The audit trail: exactly one `tool_call` JSON line per tool call.
 //!
 //! Only aliases, normalized workdir-relative paths, outcomes, codes,
-//! durations and counts are recorded — never file content, search queries,
-//! host paths or the caller's raw path string (which could be anything).
+//! durations, counts and revision tokens are recorded — never file
+//! content, edit texts, search queries, host paths or the caller's raw path
+//! string (which could be anything).
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serverfs_protocol::ErrorCode;
 
-/// What one tool call did, filled in as the call proceeds.
+/// What one tool call did, filled in as the call proceeds. Shared by
+/// reference with the service (interior mutability), so that async service
+/// methods can borrow it freely.
 #[derive(Debug)]
 pub struct AuditRecord {
     tool: &'static str,
     started: Instant,
-    workdir: Option<String>,
-    path: Option<String>,
-    /// Tool-specific counts, recorded on success only.
-    pub counts: AuditCounts,
+    fields: Mutex<AuditFields>,
 }
 
-/// Tool-specific fields of a successful call. `None` fields are omitted.
+/// Fields of a record. `None` fields are omitted from the line; the
+/// tool-specific counts are emitted on success only.
 #[derive(Debug, Default)]
-pub struct AuditCounts {
+pub struct AuditFields {
+    /// Workdir alias, once known to be configured.
+    pub workdir: Option<String>,
+    /// Normalized path, once parsed.
+    pub path: Option<String>,
     /// Entries or matches returned.
     pub returned: Option<u64>,
     /// More entries follow.
@@ -34,6 +40,22 @@ pub struct AuditCounts {
     pub end_line: Option<u64>,
     /// Object kind reported by `stat_file`.
     pub kind: Option<&'static str>,
+    /// Bytes written by a create or upload.
+    pub bytes_written: Option<u64>,
+    /// Edits applied.
+    pub edit_count: Option<u64>,
+    /// File size before an edit.
+    pub bytes_before: Option<u64>,
+    /// File size after an edit.
+    pub bytes_after: Option<u64>,
+    /// Size of a deleted file.
+    pub bytes_deleted: Option<u64>,
+    /// Revision produced (or deleted).
+    pub revision: Option<String>,
+    /// MIME type of a download.
+    pub mime_type: Option<String>,
+    /// True for an edit's dry run.
+    pub dry_run: Option<bool>,
 }
 
 impl AuditRecord {
@@ -42,36 +64,34 @@ impl AuditRecord {
         AuditRecord {
             tool,
             started: Instant::now(),
-            workdir: None,
-            path: None,
-            counts: AuditCounts::default(),
+            fields: Mutex::new(AuditFields::default()),
         }
     }
 
-    /// Records the workdir alias once it is known to be configured.
-    pub fn workdir(&mut self, alias: &str) {
-        self.workdir = Some(alias.to_owned());
-    }
-
-    /// Records the normalized path once it has parsed.
-    pub fn path(&mut self, path: String) {
-        self.path = Some(path);
+    /// Updates the fields.
+    pub fn set(&self, update: impl FnOnce(&mut AuditFields)) {
+        // A poisoned lock only means another update panicked; the fields
+        // are plain data and still usable.
+        let mut fields = self.fields.lock().unwrap_or_else(|e| e.into_inner());
+        update(&mut fields);
     }
 
     /// Emits the record.
     pub fn finish(self, error: Option<ErrorCode>) {
         // Milliseconds with one decimal, from a monotonic clock.
         let duration_ms = (self.started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+        let all = self.fields.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (workdir, path) = (all.workdir.clone(), all.path.clone());
         let c = if error.is_none() {
-            self.counts
+            all
         } else {
-            AuditCounts::default()
+            AuditFields::default()
         };
         tracing::info!(
             event = "tool_call",
             tool = self.tool,
-            workdir = self.workdir.as_deref(),
-            path = self.path.as_deref(),
+            workdir = workdir.as_deref(),
+            path = path.as_deref(),
             success = error.is_none(),
             error_code = error.map(ErrorCode::as_str),
             duration_ms,
@@ -81,6 +101,14 @@ impl AuditRecord {
             start_line = c.start_line,
             end_line = c.end_line,
             r#type = c.kind,
+            bytes_written = c.bytes_written,
+            edit_count = c.edit_count,
+            bytes_before = c.bytes_before,
+            bytes_after = c.bytes_after,
+            bytes_deleted = c.bytes_deleted,
+            revision = c.revision.as_deref(),
+            mime_type = c.mime_type.as_deref(),
+            dry_run = c.dry_run,
         );
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use rmcp::ServiceExt;
@@ -10,7 +11,7 @@ use serverfs_config::{Config, select_source};
 use serverfs_fs::Resolver;
 
 use crate::mcp::ServerFs;
-use crate::service::{FileService, WorkdirRegistry};
+use crate::service::{FileService, NoLease, WorkdirRegistry};
 
 /// Exit status for configuration and start-up errors.
 const EXIT_CONFIG: u8 = 2;
@@ -74,7 +75,10 @@ pub fn run() -> ExitCode {
     }
     crate::logging::init(config.server.log_level.as_str());
     log_startup(&config);
-    match serve_stdio(FileService::new(registry, config.server.clone())) {
+    // The Bridge's writer-lease reader arrives with the agent tools; until
+    // then no agent can hold a lease, so mutations need none.
+    let files = FileService::new(registry, config.server.clone(), Arc::new(NoLease));
+    match serve_stdio(files, config.server.max_walk_entries) {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
             tracing::error!(event = "serve_failed", reason = %reason);
@@ -124,12 +128,13 @@ fn log_startup(config: &Config) {
     );
 }
 
-fn serve_stdio(files: FileService) -> Result<(), String> {
+fn serve_stdio(files: FileService, cleanup_budget: u64) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
+        files.spawn_stale_temp_cleanup(cleanup_budget);
         let service = ServerFs::new(files)
             .serve(rmcp::transport::stdio())
             .await

@@ -13,17 +13,19 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, JsonObject, ListResourceTemplatesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    ResourceContents, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::audit::AuditRecord;
-use crate::service::FileService;
+use crate::service::{Download, FileService};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use catalog::ToolName;
 use error::ToolError;
-use params::{ListDirectoryParams, ListWorkdirsParams, ReadTextFileParams, StatFileParams};
+use params::ListWorkdirsParams;
 use results::Summary;
 
 /// What every client is told at `initialize`.
@@ -45,35 +47,37 @@ pub struct ServerFs {
 impl ServerFs {
     /// A server over `files`.
     pub fn new(files: FileService) -> ServerFs {
-        let tools = Arc::new(catalog::tools(files.settings()));
+        let tools = Arc::new(catalog::tools(files.settings(), files.binary_tools_enabled()));
         ServerFs { files, tools }
     }
 
+    /// Runs one listed tool; `None` for a name that is not listed.
     async fn dispatch(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Option<Result<CallToolResult, ToolError>> {
-        let tool = catalog::TOOL_NAMES.iter().find(|t| **t == name)?;
-        let mut audit = AuditRecord::start(tool);
+        let tool = self.tools.iter().find(|t| t.name == name)?;
+        let tool = ToolName::ALL.iter().copied().find(|t| t.as_str() == tool.name)?;
+        let audit = AuditRecord::start(tool.as_str());
         let files = &self.files;
-        let outcome = match *tool {
-            catalog::LIST_WORKDIRS => decode::<ListWorkdirsParams>(arguments)
-                .map(|_| files.list_workdirs(&mut audit))
-                .and_then(success),
-            catalog::LIST_DIRECTORY => match decode::<ListDirectoryParams>(arguments) {
-                Ok(p) => files.list_directory(p, &mut audit).await.and_then(success),
-                Err(e) => Err(e),
-            },
-            catalog::STAT_FILE => match decode::<StatFileParams>(arguments) {
-                Ok(p) => files.stat_file(p, &mut audit).await.and_then(success),
-                Err(e) => Err(e),
-            },
-            catalog::READ_TEXT_FILE => match decode::<ReadTextFileParams>(arguments) {
-                Ok(p) => files.read_text_file(p, &mut audit).await.and_then(success),
-                Err(e) => Err(e),
-            },
-            _ => Err(ToolError::internal("tool is listed but has no handler")),
+        let a = &audit;
+        let outcome = match tool {
+            ToolName::ListWorkdirs => {
+                run(arguments, |_: ListWorkdirsParams| async { Ok(files.list_workdirs(a)) }).await
+            }
+            ToolName::ListDirectory => run(arguments, |p| files.list_directory(p, a)).await,
+            ToolName::ReadTextFile => run(arguments, |p| files.read_text_file(p, a)).await,
+            ToolName::StatFile => run(arguments, |p| files.stat_file(p, a)).await,
+            ToolName::CreateTextFile => run(arguments, |p| files.create_text_file(p, a)).await,
+            ToolName::EditTextFile => run(arguments, |p| files.edit_text_file(p, a)).await,
+            ToolName::DeleteFile => run(arguments, |p| files.delete_file(p, a)).await,
+            ToolName::CreateDirectory => run(arguments, |p| files.create_directory(p, a)).await,
+            ToolName::DeleteDirectory => run(arguments, |p| files.delete_directory(p, a)).await,
+            ToolName::DownloadBinaryFile => {
+                run(arguments, |p| files.download_binary_file(p, a)).await
+            }
+            ToolName::UploadBinaryFile => run(arguments, |p| files.upload_binary_file(p, a)).await,
         };
         audit.finish(outcome.as_ref().err().map(|e| e.code));
         Some(outcome)
@@ -138,18 +142,64 @@ impl ServerHandler for ServerFs {
     }
 }
 
-/// Decodes tool arguments; absent arguments are an empty object.
-fn decode<P: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<P, ToolError> {
-    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))
+/// Decodes the arguments, runs the tool body, shapes the result.
+async fn run<P, R, F, Fut>(arguments: Option<JsonObject>, body: F) -> Result<CallToolResult, ToolError>
+where
+    P: DeserializeOwned,
+    R: ToolOutput,
+    F: FnOnce(P) -> Fut,
+    Fut: Future<Output = Result<R, ToolError>>,
+{
+    let params = serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))?;
+    body(params).await?.into_tool_result()
 }
 
-/// A successful result: structured content plus its one-line summary.
-fn success<R: Serialize + Summary>(result: R) -> Result<CallToolResult, ToolError> {
-    let summary = result.summary();
-    let value = serde_json::to_value(&result)
-        .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
-    let mut out = CallToolResult::success(vec![ContentBlock::text(summary)]);
-    out.structured_content = Some(value);
-    Ok(out)
+/// How a tool's successful output becomes a `CallToolResult`.
+trait ToolOutput {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError>;
+}
+
+/// Structured content plus its one-line summary.
+macro_rules! summarized_output {
+    ($($result:ty),+ $(,)?) => {$(
+        impl ToolOutput for $result {
+            fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+                let summary = self.summary();
+                let value = serde_json::to_value(&self)
+                    .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
+                let mut out = CallToolResult::success(vec![ContentBlock::text(summary)]);
+                out.structured_content = Some(value);
+                Ok(out)
+            }
+        }
+    )+};
+}
+
+summarized_output!(
+    results::ListWorkdirsResult,
+    results::ListDirectoryResult,
+    results::ReadTextFileResult,
+    results::StatFileResult,
+    results::CreateTextFileResult,
+    results::EditTextFileResult,
+    results::DeleteFileResult,
+    results::CreateDirectoryResult,
+    results::DeleteDirectoryResult,
+    results::UploadBinaryFileResult,
+);
+
+/// A download: the bytes as one embedded blob resource (never duplicated
+/// as text), the metadata as structured content.
+impl ToolOutput for Download {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        let uri = resource::uri(&self.meta.workdir, &self.meta.path);
+        let blob = ResourceContents::blob(BASE64.encode(&self.data), uri)
+            .with_mime_type(self.meta.mime_type.clone());
+        let value = serde_json::to_value(&self.meta)
+            .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
+        let mut out = CallToolResult::success(vec![ContentBlock::resource(blob)]);
+        out.structured_content = Some(value);
+        Ok(out)
+    }
 }

@@ -56,3 +56,110 @@ pub struct ReadTextFileParams {
     /// changes.
     pub cursor: Option<String>,
 }
+
+/// Arguments of `create_text_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTextFileParams {
+    /// Workdir alias (must be read-write).
+    pub workdir: String,
+    /// New file's path; the parent directory must exist and nothing may exist at the path.
+    pub path: String,
+    /// The complete UTF-8 content, written byte for byte (no newline is added).
+    pub content: String,
+}
+
+/// Arguments of `edit_text_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditTextFileParams {
+    /// Workdir alias (must be read-write).
+    pub workdir: String,
+    /// File to edit.
+    pub path: String,
+    /// The file's current revision, from `stat_file` or `read_text_file`.
+    pub expected_revision: String,
+    /// Replacements applied in order, each to the result of the previous; all or nothing.
+    #[schemars(length(min = 1))]
+    pub edits: Vec<TextEditParam>,
+    /// Compute the result and diff without changing the file.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// One exact-text replacement.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextEditParam {
+    /// Exact text to find (not a pattern). Empty only to fill an empty file.
+    pub old_text: String,
+    /// Replacement text.
+    pub new_text: String,
+    /// Number of non-overlapping occurrences that must exist; all are replaced.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub expected_count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Arguments of `delete_file` and `delete_directory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteParams {
+    /// Workdir alias (must be read-write).
+    pub workdir: String,
+    /// Object to delete.
+    pub path: String,
+    /// The object's current revision, from `stat_file` (or a read).
+    pub expected_revision: String,
+}
+
+/// Arguments of `create_directory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDirectoryParams {
+    /// Workdir alias (must be read-write).
+    pub workdir: String,
+    /// Directory to create (one level; the parent must exist).
+    pub path: String,
+}
+
+/// Arguments of `download_binary_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DownloadBinaryFileParams {
+    /// Workdir alias (binary transfer must be enabled there).
+    pub workdir: String,
+    /// File to download.
+    pub path: String,
+    /// First byte to return.
+    #[serde(default)]
+    pub offset: u64,
+    /// Return at most this many bytes (capped by the workdir's limit). Without it the
+    /// whole file is returned, and files over the limit are refused.
+    #[schemars(range(min = 1))]
+    pub max_bytes: Option<u64>,
+    /// For the second and later ranges: the `revision` of the first, so that pieces of
+    /// different versions are never mixed (`REVISION_CONFLICT`).
+    pub expected_revision: Option<String>,
+}
+
+/// Arguments of `upload_binary_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadBinaryFileParams {
+    /// Workdir alias (read-write, binary transfer enabled).
+    pub workdir: String,
+    /// Destination path.
+    pub path: String,
+    /// The whole file, standard padded base64 (RFC 4648), no whitespace.
+    pub data_base64: String,
+    /// Replace an existing file (requires `expected_revision`).
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Current revision of the file being replaced; only with `overwrite: true`.
+    pub expected_revision: Option<String>,
+}

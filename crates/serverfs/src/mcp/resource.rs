@@ -1,7 +1,7 @@
 //! The resource template `serverfs://{workdir}/{path}`: a whole small text
 //! file in one read, through the same code path as `read_text_file`.
 
-use percent_encoding::percent_decode_str;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents, ResourceTemplate};
 use serde_json::json;
@@ -13,6 +13,19 @@ use crate::audit::AuditRecord;
 use crate::service::FileService;
 
 const SCHEME: &str = "serverfs://";
+
+/// The URI of a file: `serverfs://<alias>/<path>`, each path component
+/// percent-encoded (`/` kept as the separator).
+pub fn uri(workdir: &str, path: &str) -> String {
+    let encoded: Vec<String> = path
+        .split('/')
+        .map(|c| utf8_percent_encode(c, COMPONENT).to_string())
+        .collect();
+    format!("{SCHEME}{workdir}/{}", encoded.join("/"))
+}
+
+/// Everything but RFC 3986 unreserved characters is encoded in a component.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// The template clients see in `resources/templates/list`.
 pub fn template() -> ResourceTemplate {

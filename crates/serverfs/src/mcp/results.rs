@@ -207,3 +207,173 @@ impl Summary for ReadTextFileResult {
         )
     }
 }
+
+/// Result of `create_text_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CreateTextFileResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The new file's normalized path.
+    pub path: String,
+    /// Always true.
+    pub created: bool,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Revision of the new file (usable at once for an edit).
+    pub revision: String,
+}
+
+/// Result of `edit_text_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EditTextFileResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The file's normalized path.
+    pub path: String,
+    /// True when the file was changed (false for a dry run).
+    pub edited: bool,
+    /// True when nothing was written.
+    pub dry_run: bool,
+    /// Number of edits applied.
+    pub edits_applied: u64,
+    /// On-disk size before (BOM included).
+    pub bytes_before: u64,
+    /// On-disk size after (BOM included).
+    pub bytes_after: u64,
+    /// Revision before the edit.
+    pub revision_before: String,
+    /// Revision after the edit (unchanged for a dry run).
+    pub revision: String,
+    /// Unified diff of the change.
+    pub diff: String,
+    /// True when the diff was cut to bound the response.
+    pub diff_truncated: bool,
+}
+
+/// Result of `delete_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteFileResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The deleted file's normalized path.
+    pub path: String,
+    /// Always true.
+    pub deleted: bool,
+    /// Size of the deleted file.
+    pub bytes_deleted: u64,
+    /// The revision that was verified and deleted.
+    pub revision_deleted: String,
+}
+
+/// Result of `create_directory`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CreateDirectoryResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The new directory's normalized path.
+    pub path: String,
+    /// Always true.
+    pub created: bool,
+    /// Revision of the new directory.
+    pub revision: String,
+}
+
+/// Result of `delete_directory`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteDirectoryResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The deleted directory's normalized path.
+    pub path: String,
+    /// Always true.
+    pub deleted: bool,
+    /// The revision that was verified and deleted.
+    pub revision_deleted: String,
+}
+
+/// Structured metadata of `download_binary_file` (the bytes travel as an
+/// embedded blob resource beside it).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DownloadBinaryFileResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The file's normalized path.
+    pub path: String,
+    /// Total file size in bytes.
+    pub size: u64,
+    /// MIME type guessed from the name.
+    pub mime_type: String,
+    /// SHA-256 (lowercase hex) of the returned bytes (the whole file when `has_more` is
+    /// false and `offset` is 0).
+    pub sha256: String,
+    /// Revision of the file; pass it as `expected_revision` for the next range.
+    pub revision: String,
+    /// First byte returned.
+    pub offset: u64,
+    /// Number of bytes returned.
+    pub bytes_returned: u64,
+    /// True when bytes follow; continue at `offset + bytes_returned`.
+    pub has_more: bool,
+}
+
+/// Result of `upload_binary_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UploadBinaryFileResult {
+    /// The workdir alias.
+    pub workdir: String,
+    /// The file's normalized path.
+    pub path: String,
+    /// True when a new file was created.
+    pub created: bool,
+    /// True when an existing file was replaced.
+    pub replaced: bool,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// SHA-256 (lowercase hex) of the written bytes.
+    pub sha256: String,
+    /// Revision of the replaced file, when one was replaced.
+    pub revision_before: Option<String>,
+    /// Revision of the written file.
+    pub revision: String,
+}
+
+impl Summary for CreateTextFileResult {
+    fn summary(&self) -> String {
+        format!("created {}:{} ({} bytes), revision {}", self.workdir, self.path, self.bytes_written, self.revision)
+    }
+}
+
+impl Summary for EditTextFileResult {
+    fn summary(&self) -> String {
+        let verb = if self.dry_run { "dry run of" } else { "applied" };
+        format!(
+            "{verb} {} edit(s) to {}:{} ({} -> {} bytes), revision {}; diff in structured result",
+            self.edits_applied, self.workdir, self.path, self.bytes_before, self.bytes_after, self.revision
+        )
+    }
+}
+
+impl Summary for DeleteFileResult {
+    fn summary(&self) -> String {
+        format!("deleted {}:{} ({} bytes)", self.workdir, self.path, self.bytes_deleted)
+    }
+}
+
+impl Summary for CreateDirectoryResult {
+    fn summary(&self) -> String {
+        format!("created directory {}:{}, revision {}", self.workdir, self.path, self.revision)
+    }
+}
+
+impl Summary for DeleteDirectoryResult {
+    fn summary(&self) -> String {
+        format!("deleted directory {}:{}", self.workdir, self.path)
+    }
+}
+
+impl Summary for UploadBinaryFileResult {
+    fn summary(&self) -> String {
+        let verb = if self.replaced { "replaced" } else { "created" };
+        format!("{verb} {}:{} ({} bytes, sha256 {}), revision {}", self.workdir, self.path, self.bytes_written, self.sha256, self.revision)
+    }
+}

@@ -13,7 +13,7 @@ use crate::mcp::results::{
     Access, AgentModeName, EntryInfo, EntryType, ListDirectoryResult, ListWorkdirsResult,
     ReadTextFileResult, StatFileResult, WorkdirInfo,
 };
-use crate::service::{WorkdirHandle, WorkdirRegistry};
+use crate::service::{WorkdirHandle, WorkdirRegistry, WriterLease};
 
 /// The default `max_lines` of `read_text_file`.
 pub const DEFAULT_MAX_LINES: u64 = 200;
@@ -21,17 +21,30 @@ pub const DEFAULT_MAX_LINES: u64 = 200;
 /// Read-side file operations over the configured workdirs.
 #[derive(Debug, Clone)]
 pub struct FileService {
-    workdirs: WorkdirRegistry,
-    settings: Arc<ServerSettings>,
+    pub(super) workdirs: WorkdirRegistry,
+    pub(super) settings: Arc<ServerSettings>,
+    pub(super) lease: Arc<dyn WriterLease>,
 }
 
 impl FileService {
-    /// A service over `workdirs` with the server-wide `settings`.
-    pub fn new(workdirs: WorkdirRegistry, settings: ServerSettings) -> FileService {
+    /// A service over `workdirs` with the server-wide `settings`; every
+    /// mutation also takes `lease`.
+    pub fn new(
+        workdirs: WorkdirRegistry,
+        settings: ServerSettings,
+        lease: Arc<dyn WriterLease>,
+    ) -> FileService {
         FileService {
             workdirs,
             settings: Arc::new(settings),
+            lease,
         }
+    }
+
+    /// True when any workdir enables binary transfer (the binary tools are
+    /// then listed).
+    pub fn binary_tools_enabled(&self) -> bool {
+        self.workdirs.iter().any(|w| w.config.binary_transfer)
     }
 
     /// Server-wide limits (published as schema defaults).
@@ -40,7 +53,7 @@ impl FileService {
     }
 
     /// `list_workdirs`.
-    pub fn list_workdirs(&self, audit: &mut AuditRecord) -> ListWorkdirsResult {
+    pub fn list_workdirs(&self, audit: &AuditRecord) -> ListWorkdirsResult {
         let workdirs: Vec<WorkdirInfo> = self
             .workdirs
             .iter()
@@ -68,7 +81,7 @@ impl FileService {
                 }
             })
             .collect();
-        audit.counts.returned = Some(workdirs.len() as u64);
+        audit.set(|a| a.returned = Some(workdirs.len() as u64));
         ListWorkdirsResult { workdirs }
     }
 
@@ -76,7 +89,7 @@ impl FileService {
     pub async fn list_directory(
         &self,
         params: ListDirectoryParams,
-        audit: &mut AuditRecord,
+        audit: &AuditRecord,
     ) -> Result<ListDirectoryResult, ToolError> {
         let limit = match params.limit {
             Some(0) => return Err(ToolError::invalid_argument("limit must be at least 1")),
@@ -108,8 +121,10 @@ impl FileService {
                 modified_at: e.modified_at,
             })
             .collect();
-        audit.counts.returned = Some(entries.len() as u64);
-        audit.counts.has_more = Some(page.has_more);
+        audit.set(|a| {
+            a.returned = Some(entries.len() as u64);
+            a.has_more = Some(page.has_more);
+        });
         Ok(ListDirectoryResult {
             workdir: params.workdir,
             path: path.as_string(),
@@ -125,7 +140,7 @@ impl FileService {
     pub async fn stat_file(
         &self,
         params: StatFileParams,
-        audit: &mut AuditRecord,
+        audit: &AuditRecord,
     ) -> Result<StatFileResult, ToolError> {
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
         let meta = run_blocking(&workdir, &path, {
@@ -133,7 +148,7 @@ impl FileService {
             move || workdir.fs.stat(&path)
         })
         .await?;
-        audit.counts.kind = Some(meta.kind.as_str());
+        audit.set(|a| a.kind = Some(meta.kind.as_str()));
         Ok(StatFileResult {
             workdir: params.workdir,
             path: path.as_string(),
@@ -149,7 +164,7 @@ impl FileService {
     pub async fn read_text_file(
         &self,
         params: ReadTextFileParams,
-        audit: &mut AuditRecord,
+        audit: &AuditRecord,
     ) -> Result<ReadTextFileResult, ToolError> {
         let start = match (params.start_line, params.cursor) {
             (Some(_), Some(_)) => {
@@ -179,10 +194,12 @@ impl FileService {
             move || workdir.fs.read_text(&path, &start, limits)
         })
         .await?;
-        audit.counts.bytes_returned = Some(page.bytes_returned);
-        audit.counts.start_line = Some(page.start_line);
-        audit.counts.end_line = Some(page.end_line);
-        audit.counts.has_more = Some(page.has_more);
+        audit.set(|a| {
+            a.bytes_returned = Some(page.bytes_returned);
+            a.start_line = Some(page.start_line);
+            a.end_line = Some(page.end_line);
+            a.has_more = Some(page.has_more);
+        });
         Ok(ReadTextFileResult {
             workdir: params.workdir,
             path: path.as_string(),
@@ -199,29 +216,29 @@ impl FileService {
 
     /// Finds the workdir, then parses and policy-checks the path, in the
     /// documented precedence (alias first).
-    fn locate(
+    pub(super) fn locate(
         &self,
         alias: &str,
         raw_path: &str,
-        audit: &mut AuditRecord,
+        audit: &AuditRecord,
     ) -> Result<(Arc<WorkdirHandle>, RelPath), ToolError> {
         let workdir = self
             .workdirs
             .get(alias)
             .ok_or_else(|| ToolError::workdir_not_found(alias))?;
-        audit.workdir(alias);
+        audit.set(|a| a.workdir = Some(alias.to_owned()));
         let path = workdir
             .fs
             .parse_path(raw_path)
             .map_err(|e| ToolError::fs(e, alias, raw_path))?;
-        audit.path(path.as_string());
+        audit.set(|a| a.path = Some(path.as_string()));
         Ok((workdir, path))
     }
 }
 
 /// Runs a kernel call on the blocking pool, mapping its error with the
 /// workdir and normalized path for context.
-async fn run_blocking<T: Send + 'static>(
+pub(super) async fn run_blocking<T: Send + 'static>(
     workdir: &WorkdirHandle,
     path: &RelPath,
     work: impl FnOnce() -> Result<T, FsError> + Send + 'static,
@@ -236,7 +253,7 @@ async fn run_blocking<T: Send + 'static>(
     }
 }
 
-fn entry_type(kind: EntryKind) -> EntryType {
+pub(super) fn entry_type(kind: EntryKind) -> EntryType {
     match kind {
         EntryKind::File => EntryType::File,
         EntryKind::Directory => EntryType::Directory,

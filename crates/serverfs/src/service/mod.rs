@@ -1,7 +1,12 @@
 //! Services between the MCP surface and the filesystem kernel.
 
+mod binary;
 mod files;
+mod lease;
+mod mutations;
 mod registry;
 
+pub use binary::Download;
 pub use files::FileService;
+pub use lease::{NoLease, WriterLease};
 pub use registry::{WorkdirHandle, WorkdirRegistry};

@@ -12,6 +12,9 @@ pub struct WorkdirHandle {
     pub config: WorkdirConfig,
     /// The open, confined root.
     pub fs: Workdir,
+    /// Serializes this workdir's mutations within the process (other
+    /// workdirs proceed in parallel). Reads never take it.
+    pub mutation_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// All workdirs, in configuration order.
@@ -35,6 +38,7 @@ impl WorkdirRegistry {
             workdirs.push(Arc::new(WorkdirHandle {
                 config: workdir.clone(),
                 fs,
+                mutation_lock: Arc::new(tokio::sync::Mutex::new(())),
             }));
         }
         Ok(WorkdirRegistry {

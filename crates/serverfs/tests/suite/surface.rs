@@ -6,22 +6,19 @@ use serverfs_testkit::TempWorkdir;
 
 use crate::common::{Server, TIMEOUT};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/tools_list.json"
-);
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
-#[tokio::test]
-async fn tools_list_matches_the_committed_fixture() {
-    let t = TempWorkdir::new();
-    let server = Server::with_workdir("demo", &t.root()).await;
+/// Compares `tools/list` with a committed fixture (rewritten under
+/// `UPDATE_SCHEMA=1`).
+fn assert_fixture(server: &Server, name: &str) {
+    let path = format!("{FIXTURES}/{name}");
     let actual = serde_json::to_value(server.tools()).unwrap();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
         let text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
-        std::fs::write(FIXTURE, text).unwrap();
+        std::fs::write(&path, text).unwrap();
     }
     let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(FIXTURE).expect("fixture missing: run with UPDATE_SCHEMA=1"),
+        &std::fs::read_to_string(&path).expect("fixture missing: run with UPDATE_SCHEMA=1"),
     )
     .unwrap();
     pretty_assertions::assert_eq!(
@@ -31,35 +28,62 @@ async fn tools_list_matches_the_committed_fixture() {
     );
 }
 
+/// `(name, readOnly, destructive, idempotent)` in listing order; every
+/// tool is closed-world.
+const BASE_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
+    ("list_workdirs", true, None, None),
+    ("list_directory", true, None, None),
+    ("read_text_file", true, None, None),
+    ("stat_file", true, None, None),
+    ("create_text_file", false, Some(false), Some(false)),
+    ("edit_text_file", false, Some(true), Some(true)),
+    ("delete_file", false, Some(true), Some(true)),
+    ("create_directory", false, Some(false), Some(true)),
+    ("delete_directory", false, Some(true), Some(true)),
+];
+
+const BINARY_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
+    ("download_binary_file", true, None, None),
+    ("upload_binary_file", false, Some(false), Some(false)),
+];
+
+fn assert_surface(server: &Server, expected: &[(&str, bool, Option<bool>, Option<bool>)]) {
+    let actual: Vec<(String, bool, Option<bool>, Option<bool>)> = server
+        .tools()
+        .iter()
+        .map(|t| {
+            let a = t.annotations.as_ref().expect("annotations");
+            assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
+            assert!(t.output_schema.is_some(), "{} has an outputSchema", t.name);
+            assert_eq!(t.input_schema["type"], json!("object"));
+            (t.name.to_string(), a.read_only_hint.unwrap_or(false), a.destructive_hint, a.idempotent_hint)
+        })
+        .collect();
+    let expected: Vec<(String, bool, Option<bool>, Option<bool>)> =
+        expected.iter().map(|(n, r, d, i)| (n.to_string(), *r, *d, *i)).collect();
+    assert_eq!(actual, expected);
+}
+
 #[tokio::test]
-async fn tools_are_listed_in_a_fixed_order_with_read_only_annotations() {
+async fn default_surface_is_pinned() {
     let t = TempWorkdir::new();
     let server = Server::with_workdir("demo", &t.root()).await;
-    let names: Vec<&str> = server.tools().iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(
-        names,
-        [
-            "list_workdirs",
-            "list_directory",
-            "stat_file",
-            "read_text_file"
-        ]
-    );
-    for tool in server.tools() {
-        let a = tool.annotations.as_ref().expect("annotations");
-        assert_eq!(
-            (a.read_only_hint, a.open_world_hint),
-            (Some(true), Some(false)),
-            "{}",
-            tool.name
-        );
-        assert!(
-            tool.output_schema.is_some(),
-            "{} has an outputSchema",
-            tool.name
-        );
-        assert_eq!(tool.input_schema["type"], json!("object"));
-    }
+    assert_surface(&server, BASE_TOOLS);
+    assert_fixture(&server, "tools_list.json");
+}
+
+#[tokio::test]
+async fn binary_transfer_adds_two_tools() {
+    let t = TempWorkdir::new();
+    let spec = format!("demo={}", t.root().display());
+    let server = Server::start(
+        &["--workdir", &spec],
+        &[("SERVERFS_BINARY_TRANSFER_ENABLED", "true")],
+    )
+    .await;
+    let all: Vec<_> = BASE_TOOLS.iter().chain(BINARY_TOOLS).copied().collect();
+    assert_surface(&server, &all);
+    assert_fixture(&server, "tools_list_binary.json");
 }
 
 #[tokio::test]
