@@ -3,7 +3,7 @@
 //! duty (the service holds a per-workdir lock around each call).
 
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, mkdirat, openat, statat, unlinkat};
+use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, mkdirat, statat, unlinkat};
 use rustix::io::Errno;
 
 use crate::publish::{TempFile, recheck, sync_dir};
@@ -101,14 +101,7 @@ impl Workdir {
     /// `REVISION_CONFLICT`, `DIRECTORY_NOT_EMPTY`, `MUTATION_IO_ERROR`.
     pub fn delete_directory(&self, path: &RelPath, expected: &str) -> Result<Deleted, FsError> {
         let (dir, name) = self.open_parent_for_mutation(path, FsError::NotFound)?;
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let target = match openat(dir.as_fd(), name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOTDIR) => {
-                return Err(crate::sys::linux::classify_not_dir(dir.as_fd(), name));
-            }
-            Err(errno) => return Err(FsError::from_mutation_errno(errno)),
-        };
+        let target = crate::sys::linux::open_dir_component(dir.as_fd(), name, OFlags::RDONLY)?;
         let stat = fstat(&target).map_err(FsError::from_mutation_errno)?;
         let revision = Revision::from_stat(&stat);
         if revision.as_str() != expected {

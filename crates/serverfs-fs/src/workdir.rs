@@ -114,14 +114,9 @@ impl Workdir {
 
     /// Opens the directory at `path` for reading its entries.
     pub(crate) fn open_directory(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let parent = self.open_parent(path)?;
         let name = path.file_name().unwrap_or(".");
-        let fd = match openat(parent.as_fd(), name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOTDIR) => return Err(linux::classify_not_dir(parent.as_fd(), name)),
-            Err(errno) => return Err(FsError::from_errno(errno)),
-        };
+        let fd = linux::open_dir_component(parent.as_fd(), name, OFlags::RDONLY)?;
         linux::debug_assert_beneath(self.root_fd(), &fd);
         Ok(fd)
     }

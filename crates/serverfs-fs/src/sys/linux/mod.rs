@@ -14,22 +14,45 @@
 pub(crate) mod openat2;
 pub(crate) mod walk;
 
-use rustix::fd::{AsFd, BorrowedFd};
-use rustix::fs::{AtFlags, FileType, statat};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat};
 use rustix::io::Errno;
 
 use crate::FsError;
 
-/// Classifies an `ENOTDIR` met while opening `name` beneath `dir` as a
-/// directory: Linux reports a symlink opened with `O_DIRECTORY |
-/// O_NOFOLLOW` as `ENOTDIR`, so a supplementary no-follow stat tells a
-/// symlink (refused as such) from a plain non-directory.
-pub(crate) fn classify_not_dir(dir: BorrowedFd<'_>, name: &str) -> FsError {
-    match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => FsError::Symlink,
-        Ok(_) => FsError::NotADirectory,
-        Err(errno) => FsError::from_errno(errno),
+/// How many times an open that raced a concurrent replacement is retried
+/// before the caller is told the object changed under it.
+const RACE_RETRIES: usize = 3;
+
+/// Opens `name` beneath `dir` as a directory (`O_DIRECTORY | O_NOFOLLOW`
+/// plus `extra` flags), classifying failures precisely.
+///
+/// Linux reports a symlink opened with `O_DIRECTORY | O_NOFOLLOW` as
+/// `ENOTDIR`, so a supplementary no-follow stat tells a symlink (refused as
+/// such) from a plain non-directory. If that stat finds a directory, the
+/// name was swapped between the two calls; the open is retried a few times
+/// and then reported as `FILE_CHANGED_DURING_READ`, never misreported.
+pub(crate) fn open_dir_component(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    extra: OFlags,
+) -> Result<OwnedFd, FsError> {
+    let flags = extra | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    for _ in 0..RACE_RETRIES {
+        match openat(dir, name, flags, Mode::empty()) {
+            Ok(fd) => return Ok(fd),
+            Err(Errno::NOTDIR) => match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                    FileType::Symlink => return Err(FsError::Symlink),
+                    FileType::Directory => continue,
+                    _ => return Err(FsError::NotADirectory),
+                },
+                Err(errno) => return Err(FsError::from_errno(errno)),
+            },
+            Err(errno) => return Err(FsError::from_errno(errno)),
+        }
     }
+    Err(FsError::ChangedDuringRead)
 }
 
 /// In debug builds, re-derives where `fd` lives through `/proc` and panics

@@ -8,7 +8,6 @@
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, openat};
-use rustix::io::Errno;
 
 use crate::FsError;
 
@@ -18,12 +17,7 @@ pub(crate) fn open_dir(root: BorrowedFd<'_>, components: &[String]) -> Result<Ow
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut current = openat(root, ".", flags, Mode::empty()).map_err(FsError::from_errno)?;
     for name in components {
-        let next = match openat(current.as_fd(), name.as_str(), flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOTDIR) => return Err(super::classify_not_dir(current.as_fd(), name)),
-            Err(errno) => return Err(FsError::from_errno(errno)),
-        };
-        current = next;
+        current = super::open_dir_component(current.as_fd(), name, OFlags::PATH)?;
     }
     Ok(current)
 }
