@@ -136,6 +136,12 @@ pub enum FsError {
         /// The OS phrase.
         reason: String,
     },
+    /// A glob or regular expression that does not compile.
+    #[error("invalid pattern: {reason}")]
+    InvalidPattern {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A whole-file binary read over the limit.
     #[error("file is larger than the binary transfer limit of {limit} bytes; read it in ranges with offset and max_bytes")]
     BinaryTooLarge {
@@ -180,6 +186,7 @@ impl FsError {
             FsError::DirectoryNotEmpty => ErrorCode::DirectoryNotEmpty,
             FsError::MutationIo { .. } => ErrorCode::MutationIoError,
             FsError::BinaryTooLarge { .. } => ErrorCode::BinaryFileTooLarge,
+            FsError::InvalidPattern { .. } => ErrorCode::InvalidPattern,
         }
     }
 

@@ -111,6 +111,8 @@ error_codes! {
     ExpectedRevisionRequired => "EXPECTED_REVISION_REQUIRED",
     /// `expected_revision` given without `overwrite: true`.
     ExpectedRevisionNotAllowed => "EXPECTED_REVISION_NOT_ALLOWED",
+    /// A glob or regular expression that does not compile (or is too large).
+    InvalidPattern => "INVALID_PATTERN",
 }
 
 #[cfg(test)]
@@ -165,6 +167,7 @@ mod tests {
                 "INVALID_BASE64",
                 "EXPECTED_REVISION_REQUIRED",
                 "EXPECTED_REVISION_NOT_ALLOWED",
+                "INVALID_PATTERN",
             ]
         );
     }

@@ -32,6 +32,8 @@ pub struct AuditFields {
     pub returned: Option<u64>,
     /// More entries follow.
     pub has_more: Option<bool>,
+    /// A find or search stopped at a cap.
+    pub truncated: Option<bool>,
     /// Content bytes returned.
     pub bytes_returned: Option<u64>,
     /// First line read.
@@ -97,6 +99,7 @@ impl AuditRecord {
             duration_ms,
             returned = c.returned,
             has_more = c.has_more,
+            truncated = c.truncated,
             bytes_returned = c.bytes_returned,
             start_line = c.start_line,
             end_line = c.end_line,

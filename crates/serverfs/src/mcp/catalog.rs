@@ -9,12 +9,13 @@ use serverfs_config::ServerSettings;
 
 use super::params::{
     CreateDirectoryParams, CreateTextFileParams, DeleteParams, DownloadBinaryFileParams,
-    EditTextFileParams, ListDirectoryParams, ListWorkdirsParams, ReadTextFileParams,
+    EditTextFileParams, FindFilesParams, ListDirectoryParams, SearchTextParams, ListWorkdirsParams, ReadTextFileParams,
     StatFileParams, UploadBinaryFileParams,
 };
 use super::results::{
     CreateDirectoryResult, CreateTextFileResult, DeleteDirectoryResult, DeleteFileResult,
-    DownloadBinaryFileResult, EditTextFileResult, ListDirectoryResult, ListWorkdirsResult,
+    DownloadBinaryFileResult, EditTextFileResult, FindFilesResult, ListDirectoryResult,
+    SearchTextResult, ListWorkdirsResult,
     ReadTextFileResult, StatFileResult, UploadBinaryFileResult,
 };
 
@@ -25,6 +26,10 @@ pub enum ToolName {
     ListWorkdirs,
     /// `list_directory`
     ListDirectory,
+    /// `find_files`
+    FindFiles,
+    /// `search_text`
+    SearchText,
     /// `read_text_file`
     ReadTextFile,
     /// `stat_file`
@@ -50,6 +55,8 @@ impl ToolName {
     pub const ALL: &'static [ToolName] = &[
         ToolName::ListWorkdirs,
         ToolName::ListDirectory,
+        ToolName::FindFiles,
+        ToolName::SearchText,
         ToolName::ReadTextFile,
         ToolName::StatFile,
         ToolName::CreateTextFile,
@@ -66,6 +73,8 @@ impl ToolName {
         match self {
             ToolName::ListWorkdirs => "list_workdirs",
             ToolName::ListDirectory => "list_directory",
+            ToolName::FindFiles => "find_files",
+            ToolName::SearchText => "search_text",
             ToolName::ReadTextFile => "read_text_file",
             ToolName::StatFile => "stat_file",
             ToolName::CreateTextFile => "create_text_file",
@@ -101,6 +110,29 @@ impl ToolName {
                 );
                 let default = settings.default_list_limit.min(settings.max_list_entries);
                 set_default(&mut t, "limit", u64::from(default));
+                t
+            }
+            ToolName::FindFiles => {
+                let mut t = tool::<FindFilesParams, FindFilesResult>(
+                    self,
+                    READ,
+                    "Find regular files by glob: on names (`*.rs`, `*.{js,ts}`) or, with a \
+                     `/`, on workdir-relative paths (`src/**/mod.rs`). Results are sorted; \
+                     symlinks, hidden and denied entries are never returned or entered.",
+                );
+                set_default(&mut t, "limit", search_default(settings));
+                t
+            }
+            ToolName::SearchText => {
+                let mut t = tool::<SearchTextParams, SearchTextResult>(
+                    self,
+                    READ,
+                    "Search file contents line by line, like ripgrep: literal text by \
+                     default or mode: regex; optional glob filter, case folding and context \
+                     lines. Honours .gitignore/.ignore unless include_ignored; skips binary \
+                     and huge files. Caps return partial results with truncated: true.",
+                );
+                set_default(&mut t, "limit", search_default(settings));
                 t
             }
             ToolName::ReadTextFile => tool::<ReadTextFileParams, ReadTextFileResult>(
@@ -165,6 +197,10 @@ impl ToolName {
             ),
         }
     }
+}
+
+fn search_default(settings: &ServerSettings) -> u64 {
+    u64::from(settings.default_search_results.min(settings.max_search_results))
 }
 
 /// Hints as `(read_only, destructive, idempotent)`; every tool is closed-world.

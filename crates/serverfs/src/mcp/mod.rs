@@ -67,6 +67,8 @@ impl ServerFs {
                 run(arguments, |_: ListWorkdirsParams| async { Ok(files.list_workdirs(a)) }).await
             }
             ToolName::ListDirectory => run(arguments, |p| files.list_directory(p, a)).await,
+            ToolName::FindFiles => run(arguments, |p| files.find_files(p, a)).await,
+            ToolName::SearchText => run(arguments, |p| files.search_text(p, a)).await,
             ToolName::ReadTextFile => run(arguments, |p| files.read_text_file(p, a)).await,
             ToolName::StatFile => run(arguments, |p| files.stat_file(p, a)).await,
             ToolName::CreateTextFile => run(arguments, |p| files.create_text_file(p, a)).await,
@@ -179,6 +181,8 @@ macro_rules! summarized_output {
 summarized_output!(
     results::ListWorkdirsResult,
     results::ListDirectoryResult,
+    results::FindFilesResult,
+    results::SearchTextResult,
     results::ReadTextFileResult,
     results::StatFileResult,
     results::CreateTextFileResult,

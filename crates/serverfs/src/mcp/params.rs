@@ -163,3 +163,67 @@ pub struct UploadBinaryFileParams {
     /// Current revision of the file being replaced; only with `overwrite: true`.
     pub expected_revision: Option<String>,
 }
+
+/// Arguments of `find_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindFilesParams {
+    /// Workdir alias.
+    pub workdir: String,
+    /// Glob on file names (`*.rs`, `test_?.py`, `[ab]*`, `*.{js,ts}`); with a `/` it matches
+    /// the workdir-relative path instead, `**` spanning directories (`src/**/mod.rs`).
+    pub pattern: String,
+    /// Directory to search under ("" or "." is the root).
+    #[serde(default)]
+    pub path: String,
+    /// Maximum number of paths to return (capped by the server).
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+}
+
+/// How `search_text` interprets `query`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Exact text.
+    #[default]
+    Literal,
+    /// A regular expression (Rust `regex` syntax; size-limited).
+    Regex,
+}
+
+/// Arguments of `search_text`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchTextParams {
+    /// Workdir alias.
+    pub workdir: String,
+    /// Text to find (literal unless `mode` is `regex`); matched within single lines.
+    pub query: String,
+    /// Directory to search under ("" or "." is the root).
+    #[serde(default)]
+    pub path: String,
+    /// `literal` (default) or `regex`.
+    #[serde(default)]
+    pub mode: SearchMode,
+    /// Match case exactly (default true).
+    #[serde(default = "yes")]
+    pub case_sensitive: bool,
+    /// Only files whose name (glob without `/`) or path relative to `path` (glob with `/`)
+    /// matches; a leading `!` excludes matching files instead.
+    pub glob: Option<String>,
+    /// Lines of context before and after each match (0-5).
+    #[serde(default)]
+    #[schemars(range(max = 5))]
+    pub context_lines: u64,
+    /// Also search files excluded by `.gitignore` / `.ignore` files.
+    #[serde(default)]
+    pub include_ignored: bool,
+    /// Maximum number of matches to return (capped by the server).
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}

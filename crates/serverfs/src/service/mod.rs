@@ -5,6 +5,7 @@ mod files;
 mod lease;
 mod mutations;
 mod registry;
+mod search;
 
 pub use binary::Download;
 pub use files::FileService;

@@ -33,6 +33,8 @@ fn assert_fixture(server: &Server, name: &str) {
 const BASE_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
     ("list_workdirs", true, None, None),
     ("list_directory", true, None, None),
+    ("find_files", true, None, None),
+    ("search_text", true, None, None),
     ("read_text_file", true, None, None),
     ("stat_file", true, None, None),
     ("create_text_file", false, Some(false), Some(false)),

@@ -1,0 +1,369 @@
+//! A parallel, descriptor-relative directory walk for `find_files` and
+//! `search_text`.
+//!
+//! Every directory is opened beneath the workdir root by the confined
+//! resolver (never by a host path string), read with `getdents`, and its
+//! entries classified from the directory entry itself: symlinks are never
+//! followed or reported, special files are skipped, and hidden, denied and
+//! reserved names are neither reported nor descended. Pending work is a
+//! list of *relative paths*, not open descriptors, so each worker holds at
+//! most one directory descriptor (plus the file its visitor opens) however
+//! wide or deep the tree is.
+//!
+//! Optional ignore-file support mirrors ripgrep's defaults: `.ignore` files
+//! apply everywhere, `.gitignore` files only inside a git repository (a
+//! directory holding `.git`), each relative to its own directory, deeper
+//! files taking precedence; VCS directories themselves can be skipped.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fstat, openat, statat};
+
+use crate::{FsError, RelPath, Workdir};
+
+/// Largest ignore file read; longer ones are read up to this size.
+const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn"];
+
+/// How a walk behaves.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WalkOptions {
+    /// Apply `.ignore` / `.gitignore` files.
+    pub ignore_files: bool,
+    /// Never enter `.git`, `.hg`, `.svn`.
+    pub skip_vcs: bool,
+    /// Stop after visiting this many entries.
+    pub max_entries: u64,
+    /// Stop at this instant.
+    pub deadline: Option<Instant>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// Why a walk stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// The visitor asked to stop.
+    Visitor,
+    /// `max_entries` was reached.
+    WalkLimit,
+    /// The deadline passed.
+    Timeout,
+}
+
+/// What the visitor is told about each regular file.
+pub(crate) struct FileVisit<'a> {
+    /// The open directory holding the file.
+    pub dir: BorrowedFd<'a>,
+    /// The file's name in `dir`.
+    pub name: &'a str,
+    /// Its workdir-relative path.
+    pub path: RelPath,
+}
+
+/// Called from the worker threads for every regular file reached.
+pub(crate) trait FileVisitor: Sync {
+    /// Returns false to stop the whole walk.
+    fn visit(&self, file: FileVisit<'_>) -> bool;
+}
+
+/// The outcome of a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WalkReport {
+    /// Entries visited (files, directories and skipped objects).
+    pub visited: u64,
+    /// Set when the walk stopped before covering the tree.
+    pub stopped: Option<StopReason>,
+}
+
+/// Ignore rules in force for one directory: its own plus its ancestors'.
+struct IgnoreChain {
+    rules: Vec<Gitignore>,
+    parent: Option<Arc<IgnoreChain>>,
+}
+
+impl IgnoreChain {
+    /// True when the deepest rule that has an opinion says "ignored".
+    fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
+        let mut chain = Some(self);
+        while let Some(level) = chain {
+            // Within one directory `.ignore` (pushed last) wins over
+            // `.gitignore`.
+            for rules in level.rules.iter().rev() {
+                let verdict = rules.matched(path, is_dir);
+                if verdict.is_ignore() {
+                    return true;
+                }
+                if verdict.is_whitelist() {
+                    return false;
+                }
+            }
+            chain = level.parent.as_deref();
+        }
+        false
+    }
+}
+
+struct Job {
+    path: RelPath,
+    ignore: Option<Arc<IgnoreChain>>,
+    in_git: bool,
+}
+
+struct Queue {
+    jobs: Vec<Job>,
+    /// Jobs taken but not finished (they may push more).
+    active: usize,
+}
+
+struct Shared<'v, V> {
+    workdir: &'v Workdir,
+    options: WalkOptions,
+    visitor: &'v V,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    stop: AtomicBool,
+    stopped: Mutex<Option<StopReason>>,
+    visited: AtomicU64,
+    error: Mutex<Option<FsError>>,
+}
+
+impl Workdir {
+    /// Walks the directory `start` (already resolved and checked by the
+    /// caller) and calls `visitor` for every visible regular file.
+    ///
+    /// # Errors
+    ///
+    /// `RESOURCE_EXHAUSTED` when descriptors run out; other per-directory
+    /// errors (a directory vanishing or unreadable mid-walk) skip that
+    /// directory.
+    pub(crate) fn walk<V: FileVisitor>(
+        &self,
+        start: &RelPath,
+        options: WalkOptions,
+        visitor: &V,
+    ) -> Result<WalkReport, FsError> {
+        let shared = Shared {
+            workdir: self,
+            options,
+            visitor,
+            queue: Mutex::new(Queue {
+                jobs: vec![Job {
+                    path: start.clone(),
+                    ignore: None,
+                    in_git: false,
+                }],
+                active: 0,
+            }),
+            ready: Condvar::new(),
+            stop: AtomicBool::new(false),
+            stopped: Mutex::new(None),
+            visited: AtomicU64::new(0),
+            error: Mutex::new(None),
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..options.threads.max(1) {
+                scope.spawn(|| shared.work());
+            }
+        });
+        if let Some(error) = lock(&shared.error).take() {
+            return Err(error);
+        }
+        let stopped = *lock(&shared.stopped);
+        Ok(WalkReport {
+            visited: shared.visited.load(Ordering::Relaxed),
+            stopped,
+        })
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A worker that panicked leaves plain data behind; keep going.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<V: FileVisitor> Shared<'_, V> {
+    fn work(&self) {
+        while let Some(job) = self.next_job() {
+            self.directory(job);
+            let mut queue = lock(&self.queue);
+            queue.active -= 1;
+            if queue.jobs.is_empty() && queue.active == 0 {
+                self.ready.notify_all();
+            }
+        }
+    }
+
+    /// The next directory to read, or `None` when the walk is over.
+    fn next_job(&self) -> Option<Job> {
+        let mut queue = lock(&self.queue);
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                self.ready.notify_all();
+                return None;
+            }
+            if let Some(job) = queue.jobs.pop() {
+                queue.active += 1;
+                return Some(job);
+            }
+            if queue.active == 0 {
+                return None;
+            }
+            queue = self.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn halt(&self, reason: StopReason) {
+        lock(&self.stopped).get_or_insert(reason);
+        self.stop.store(true, Ordering::Relaxed);
+        self.ready.notify_all();
+    }
+
+    fn fail(&self, error: FsError) {
+        lock(&self.error).get_or_insert(error);
+        self.stop.store(true, Ordering::Relaxed);
+        self.ready.notify_all();
+    }
+
+    fn directory(&self, job: Job) {
+        let dir_fd = match self.workdir.open_directory(&job.path) {
+            Ok(fd) => fd,
+            Err(FsError::ResourceExhausted) => return self.fail(FsError::ResourceExhausted),
+            Err(_) => return, // vanished or unreadable mid-walk: skip it
+        };
+        let dir = dir_fd.as_fd();
+        let in_git = job.in_git || entry_exists(dir, ".git");
+        let ignore = if self.options.ignore_files {
+            let rules = self.ignore_rules(dir, &job.path, in_git);
+            if rules.is_empty() {
+                job.ignore.clone()
+            } else {
+                Some(Arc::new(IgnoreChain {
+                    rules,
+                    parent: job.ignore.clone(),
+                }))
+            }
+        } else {
+            None
+        };
+        let Ok(mut entries) = Dir::read_from(dir) else {
+            return;
+        };
+        let mut subdirs = Vec::new();
+        while let Some(entry) = entries.read() {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Ok(entry) = entry else { break };
+            let Ok(name) = entry.file_name().to_str() else {
+                continue; // not UTF-8: no client could name it
+            };
+            if name == "." || name == ".." {
+                continue;
+            }
+            if self.visited.fetch_add(1, Ordering::Relaxed) >= self.options.max_entries {
+                return self.halt(StopReason::WalkLimit);
+            }
+            if self
+                .options
+                .deadline
+                .is_some_and(|deadline| Instant::now() >= deadline)
+            {
+                return self.halt(StopReason::Timeout);
+            }
+            if !self.workdir.policy().is_visible(&job.path, name)
+                || (self.options.skip_vcs && VCS_DIRS.contains(&name))
+            {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(stat) => FileType::from_raw_mode(stat.st_mode),
+                    Err(_) => continue,
+                },
+                known => known,
+            };
+            let is_dir = match kind {
+                FileType::Directory => true,
+                FileType::RegularFile => false,
+                _ => continue, // symlinks never followed; special files never read
+            };
+            let path = job.path.join(name);
+            if let Some(chain) = &ignore
+                && chain.is_ignored(&virtual_path(&path), is_dir)
+            {
+                continue;
+            }
+            if is_dir {
+                subdirs.push(Job {
+                    path,
+                    ignore: ignore.clone(),
+                    in_git,
+                });
+            } else if !self.visitor.visit(FileVisit { dir, name, path }) {
+                return self.halt(StopReason::Visitor);
+            }
+        }
+        if !subdirs.is_empty() {
+            let mut queue = lock(&self.queue);
+            queue.jobs.extend(subdirs);
+            self.ready.notify_all();
+        }
+    }
+
+    /// Reads this directory's `.gitignore` (inside git repositories) and
+    /// `.ignore`, in that order.
+    fn ignore_rules(&self, dir: BorrowedFd<'_>, path: &RelPath, in_git: bool) -> Vec<Gitignore> {
+        let base = virtual_path(path);
+        let names: &[&str] = if in_git {
+            &[".gitignore", ".ignore"]
+        } else {
+            &[".ignore"]
+        };
+        names
+            .iter()
+            .filter_map(|name| {
+                let text = read_small_file(dir, name)?;
+                let mut builder = GitignoreBuilder::new(&base);
+                for line in text.lines() {
+                    // A malformed line is skipped, as git does.
+                    let _ = builder.add_line(None, line);
+                }
+                builder.build().ok().filter(|g| !g.is_empty())
+            })
+            .collect()
+    }
+}
+
+/// Paths given to the ignore matchers: absolute-looking (`/a/b`) so that
+/// the root directory has a non-empty base to strip.
+fn virtual_path(path: &RelPath) -> std::path::PathBuf {
+    Path::new("/").join(path.components().join("/"))
+}
+
+fn entry_exists(dir: BorrowedFd<'_>, name: &str) -> bool {
+    statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+}
+
+/// Reads a regular file beneath `dir` (no symlinks, no special files) up
+/// to [`MAX_IGNORE_FILE_BYTES`], as UTF-8 (lossy).
+fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::empty()).ok()?;
+    let stat = fstat(&fd).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_IGNORE_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
