@@ -294,15 +294,14 @@ impl FileSink<'_, '_> {
         let bytes_so_far = search.bytes.load(Ordering::Relaxed) + self.bytes;
         let file_full = matches_so_far > search.limits.limit + 1
             || bytes_so_far > search.limits.max_response_bytes.saturating_mul(2);
-        let mut number = first_line.unwrap_or(0);
-        for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let numbers = first_line.unwrap_or(0)..;
+        for (number, line) in numbers.zip(bytes.split_inclusive(|b| *b == b'\n')) {
             let line = line.strip_suffix(b"\n").unwrap_or(line);
             self.lines.push(EmittedLine {
                 number,
                 bytes: line.to_vec(),
                 is_match,
             });
-            number += 1;
         }
         // Stop this file when the whole search is over or out of time.
         if Instant::now() >= search.deadline {
@@ -398,7 +397,7 @@ impl Workdir {
             Some(StopReason::Visitor) | None => {}
         }
         let mut matches = search.found.into_inner().unwrap_or_else(|e| e.into_inner());
-        matches.sort_by(|a, b| (a.path.as_string(), a.line).cmp(&(b.path.as_string(), b.line)));
+        matches.sort_by_key(|m| (m.path.as_string(), m.line));
         matches.truncate(limits.limit);
         Ok(SearchResult {
             matches,
