@@ -187,7 +187,11 @@ mod tests {
         for code in ErrorCode::ALL {
             let s = code.as_str();
             assert!(s.len() >= 3, "{s}");
-            assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'), "{s}");
+            assert!(s.starts_with(|c: char| c.is_ascii_uppercase()), "{s}");
+            assert!(
+                s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                "{s}"
+            );
         }
     }
 
