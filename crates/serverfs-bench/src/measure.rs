@@ -89,9 +89,13 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
     };
     let file = format!("{tree}/dir000/file00.txt");
     let dir = format!("{tree}/dir000");
-    let calls: [(&str, Value, &str, Value); 3] = [
+    // list_directory is compared twice: with the reference's plain listing
+    // (names and types only) and with its listing with sizes, which, like
+    // ours, stats every entry.
+    let calls: [(&str, Value, &str, Value); 4] = [
         ("stat_file", json!({"workdir": "a", "path": "dir000/file00.txt"}), "get_file_info", json!({"path": file})),
         ("list_directory", json!({"workdir": "a", "path": "dir000"}), "list_directory", json!({"path": dir})),
+        ("list_directory", json!({"workdir": "a", "path": "dir000"}), "list_directory_with_sizes", json!({"path": dir})),
         ("read_text_file", json!({"workdir": "a", "path": "dir000/file00.txt"}), "read_text_file", json!({"path": file})),
     ];
     for (tool, ours_args, peer_tool, peer_args) in calls {
