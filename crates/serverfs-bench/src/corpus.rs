@@ -30,10 +30,40 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
-    "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
-    "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "request",
-    "handler", "timeout", "connection", "session", "worker", "buffer", "index",
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+    "request",
+    "handler",
+    "timeout",
+    "connection",
+    "session",
+    "worker",
+    "buffer",
+    "index",
 ];
 
 /// Creates (or reuses) the corpora under `base`.
@@ -49,8 +79,15 @@ pub fn prepare(base: &Path, quick: bool) -> std::io::Result<Corpora> {
     let done = base.join(format!("done-{tag}"));
     let log_lines_file = base.join(format!("lines-{tag}"));
     if done.exists() {
-        let log_lines = std::fs::read_to_string(&log_lines_file)?.trim().parse().unwrap_or(0);
-        return Ok(Corpora { tree, log_dir, log_lines });
+        let log_lines = std::fs::read_to_string(&log_lines_file)?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        return Ok(Corpora {
+            tree,
+            log_dir,
+            log_lines,
+        });
     }
     eprintln!("generating corpora under {} (once)…", base.display());
     let _ = std::fs::remove_dir_all(&tree);
@@ -63,7 +100,8 @@ pub fn prepare(base: &Path, quick: bool) -> std::io::Result<Corpora> {
         let dir = tree.join(format!("dir{d:03}"));
         std::fs::create_dir(&dir)?;
         for f in 0..files_per_dir {
-            let mut out = BufWriter::new(std::fs::File::create(dir.join(format!("file{f:02}.txt")))?);
+            let mut out =
+                BufWriter::new(std::fs::File::create(dir.join(format!("file{f:02}.txt")))?);
             let mut written = 0usize;
             let needle_line = (file_number % 100 == 37).then(|| rng.next() % 100);
             let mut line = 0u64;
@@ -85,7 +123,8 @@ pub fn prepare(base: &Path, quick: bool) -> std::io::Result<Corpora> {
             file_number += 1;
         }
     }
-    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(log_dir.join("big.log"))?);
+    let mut out =
+        BufWriter::with_capacity(1 << 20, std::fs::File::create(log_dir.join("big.log"))?);
     let (mut written, mut lines) = (0u64, 0u64);
     while written < log_bytes {
         let text = format!(

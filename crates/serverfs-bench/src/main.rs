@@ -8,8 +8,8 @@
 //! ServerFS…), so drift on the machine affects both sides alike.
 
 mod corpus;
-mod measure;
 mod mcp;
+mod measure;
 mod report;
 
 use std::path::PathBuf;
@@ -47,7 +47,10 @@ pub struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("serverfs-bench: cannot start the async runtime: {e}");

@@ -23,7 +23,11 @@ pub struct Connected {
 impl Connected {
     /// Spawns `program args…` (stderr discarded) and waits for its first
     /// `tools/list` answer.
-    pub async fn spawn(program: &str, args: &[String], env: &[(&str, &str)]) -> Result<Connected, String> {
+    pub async fn spawn(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Result<Connected, String> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
         for (key, value) in env {

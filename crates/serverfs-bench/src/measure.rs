@@ -16,9 +16,15 @@ const FIND_GLOB: &str = "file3?.txt";
 /// Runs every measurement and returns the table rows.
 pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
     let corpora = corpus::prepare(&args.corpus, args.quick).map_err(|e| format!("corpus: {e}"))?;
-    let serverfs = args.serverfs.to_str().ok_or("--serverfs is not UTF-8")?.to_owned();
+    let serverfs = args
+        .serverfs
+        .to_str()
+        .ok_or("--serverfs is not UTF-8")?
+        .to_owned();
     if !args.serverfs.exists() {
-        return Err(format!("{serverfs} not found; run `cargo build --release -p serverfs` first"));
+        return Err(format!(
+            "{serverfs} not found; run `cargo build --release -p serverfs` first"
+        ));
     }
     let tree = path_str(&corpora.tree)?;
     let log_dir = path_str(&corpora.log_dir)?;
@@ -38,22 +44,34 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
 
     // Search and find over A, against rg.
     let server = Connected::spawn(&serverfs, &serve(vec![format!("a={tree}")]), env).await?;
-    let needle_files = count_rg(&args.rg, &["--fixed-strings", "--no-messages", "-n", NEEDLE, &tree])?;
+    let needle_files = count_rg(
+        &args.rg,
+        &["--fixed-strings", "--no-messages", "-n", NEEDLE, &tree],
+    )?;
     let find_files = count_rg(&args.rg, &["--files", "-g", FIND_GLOB, &tree])?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..args.runs {
         let started = Instant::now();
         let result = server
-            .call("search_text", json!({"workdir": "a", "query": NEEDLE, "limit": 1000}))
+            .call(
+                "search_text",
+                json!({"workdir": "a", "query": NEEDLE, "limit": 1000}),
+            )
             .await?;
         ours.push(started.elapsed());
         expect_count(&result, "returned", needle_files, "search_text")?;
         let started = Instant::now();
-        count_rg(&args.rg, &["--fixed-strings", "--no-messages", "-n", NEEDLE, &tree])?;
+        count_rg(
+            &args.rg,
+            &["--fixed-strings", "--no-messages", "-n", NEEDLE, &tree],
+        )?;
         theirs.push(started.elapsed());
     }
     rows.push(timing_row(
-        format!("search_text, {} files (vs rg)", corpora_files(&corpora.tree)),
+        format!(
+            "search_text, {} files (vs rg)",
+            corpora_files(&corpora.tree)
+        ),
         &ours,
         Some(&theirs),
         "≤ 1.5×",
@@ -62,7 +80,10 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
     for _ in 0..args.runs {
         let started = Instant::now();
         let result = server
-            .call("find_files", json!({"workdir": "a", "pattern": FIND_GLOB, "limit": 10000}))
+            .call(
+                "find_files",
+                json!({"workdir": "a", "pattern": FIND_GLOB, "limit": 10000}),
+            )
             .await?;
         ours.push(started.elapsed());
         expect_count(&result, "returned", find_files, "find_files")?;
@@ -70,7 +91,12 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
         count_rg(&args.rg, &["--files", "-g", FIND_GLOB, &tree])?;
         theirs.push(started.elapsed());
     }
-    rows.push(timing_row("find_files (vs rg --files -g)".to_owned(), &ours, Some(&theirs), "≤ 3×"));
+    rows.push(timing_row(
+        "find_files (vs rg --files -g)".to_owned(),
+        &ours,
+        Some(&theirs),
+        "≤ 3×",
+    ));
 
     // Per-call latency against the reference server.
     let reference = match &args.reference {
@@ -93,10 +119,30 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
     // (names and types only) and with its listing with sizes, which, like
     // ours, stats every entry.
     let calls: [(&str, Value, &str, Value); 4] = [
-        ("stat_file", json!({"workdir": "a", "path": "dir000/file00.txt"}), "get_file_info", json!({"path": file})),
-        ("list_directory", json!({"workdir": "a", "path": "dir000"}), "list_directory", json!({"path": dir})),
-        ("list_directory", json!({"workdir": "a", "path": "dir000"}), "list_directory_with_sizes", json!({"path": dir})),
-        ("read_text_file", json!({"workdir": "a", "path": "dir000/file00.txt"}), "read_text_file", json!({"path": file})),
+        (
+            "stat_file",
+            json!({"workdir": "a", "path": "dir000/file00.txt"}),
+            "get_file_info",
+            json!({"path": file}),
+        ),
+        (
+            "list_directory",
+            json!({"workdir": "a", "path": "dir000"}),
+            "list_directory",
+            json!({"path": dir}),
+        ),
+        (
+            "list_directory",
+            json!({"workdir": "a", "path": "dir000"}),
+            "list_directory_with_sizes",
+            json!({"path": dir}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "a", "path": "dir000/file00.txt"}),
+            "read_text_file",
+            json!({"path": file}),
+        ),
     ];
     for (tool, ours_args, peer_tool, peer_args) in calls {
         let mut ours = Vec::new();
@@ -112,8 +158,18 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
             }
         }
         let theirs = (!theirs.is_empty()).then_some(&theirs[..]);
-        rows.push(timing_row(format!("{tool} p50 (vs {peer_tool})"), &ours, theirs, "≤ 0.5×"));
-        rows.push(percentile_row(format!("{tool} p95 (vs {peer_tool})"), &ours, theirs, 0.95));
+        rows.push(timing_row(
+            format!("{tool} p50 (vs {peer_tool})"),
+            &ours,
+            theirs,
+            "≤ 0.5×",
+        ));
+        rows.push(percentile_row(
+            format!("{tool} p95 (vs {peer_tool})"),
+            &ours,
+            theirs,
+            0.95,
+        ));
     }
     server.close().await;
     if let Some(peer) = peer {
@@ -127,13 +183,22 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
     for _ in 0..args.runs {
         let started = Instant::now();
         let page = pager
-            .call("read_text_file", json!({"workdir": "b", "path": "big.log", "start_line": near_end}))
+            .call(
+                "read_text_file",
+                json!({"workdir": "b", "path": "big.log", "start_line": near_end}),
+            )
             .await?;
         by_line.push(started.elapsed());
-        let cursor = page["next_cursor"].as_str().ok_or("no next_cursor near the end of B")?.to_owned();
+        let cursor = page["next_cursor"]
+            .as_str()
+            .ok_or("no next_cursor near the end of B")?
+            .to_owned();
         let started = Instant::now();
         pager
-            .call("read_text_file", json!({"workdir": "b", "path": "big.log", "cursor": cursor}))
+            .call(
+                "read_text_file",
+                json!({"workdir": "b", "path": "big.log", "cursor": cursor}),
+            )
             .await?;
         by_cursor.push(started.elapsed());
     }
@@ -143,9 +208,14 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
         Some(&by_line),
         "O(page) vs O(file)",
     ));
-    let rss = pager.peak_rss_kib().ok_or("cannot read the server's VmHWM")?;
+    let rss = pager
+        .peak_rss_kib()
+        .ok_or("cannot read the server's VmHWM")?;
     rows.push(Row {
-        figure: format!("peak RSS while paging B ({} MiB log)", log_size_mib(&corpora.log_dir)),
+        figure: format!(
+            "peak RSS while paging B ({} MiB log)",
+            log_size_mib(&corpora.log_dir)
+        ),
         serverfs: rss as f64 / 1024.0,
         peer: None,
         unit: "MiB",
@@ -166,7 +236,12 @@ pub async fn run(args: &Args) -> Result<Vec<Row>, String> {
         }
     }
     let theirs = (!theirs.is_empty()).then_some(&theirs[..]);
-    rows.push(timing_row("cold start to tools/list".to_owned(), &ours, theirs, "≤ 50 ms"));
+    rows.push(timing_row(
+        "cold start to tools/list".to_owned(),
+        &ours,
+        theirs,
+        "≤ 50 ms",
+    ));
     Ok(rows)
 }
 
@@ -190,7 +265,10 @@ fn count_rg(rg: &str, args: &[&str]) -> Result<u64, String> {
 fn expect_count(result: &Value, field: &str, want: u64, tool: &str) -> Result<(), String> {
     let got = result[field].as_u64().unwrap_or(0);
     if got != want || result["truncated"] == json!(true) {
-        return Err(format!("{tool} returned {got} results (truncated: {}), rg found {want}", result["truncated"]));
+        return Err(format!(
+            "{tool} returned {got} results (truncated: {}), rg found {want}",
+            result["truncated"]
+        ));
     }
     Ok(())
 }
@@ -224,7 +302,12 @@ fn percentile(samples: &[Duration], p: f64) -> f64 {
     ms[index.min(ms.len() - 1)]
 }
 
-fn timing_row(figure: String, ours: &[Duration], theirs: Option<&[Duration]>, target: &'static str) -> Row {
+fn timing_row(
+    figure: String,
+    ours: &[Duration],
+    theirs: Option<&[Duration]>,
+    target: &'static str,
+) -> Row {
     Row {
         figure,
         serverfs: percentile(ours, 0.5),

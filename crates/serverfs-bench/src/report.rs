@@ -16,7 +16,8 @@ pub struct Row {
 
 /// Renders the rows as a Markdown table (ratio = ServerFS / peer).
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::from("| figure | ServerFS | peer | ratio | target |\n|---|---:|---:|---:|---|\n");
+    let mut out =
+        String::from("| figure | ServerFS | peer | ratio | target |\n|---|---:|---:|---:|---|\n");
     for row in rows {
         let peer = row
             .peer

@@ -83,15 +83,14 @@ impl Workdir {
             });
         }
         let mut original = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        let file = std::fs::File::from(
-            target
-                .fd
-                .try_clone()
-                .map_err(|e| FsError::MutationIo { reason: e.kind().to_string() })?,
-        );
+        let file = std::fs::File::from(target.fd.try_clone().map_err(|e| FsError::MutationIo {
+            reason: e.kind().to_string(),
+        })?);
         file.take(limits.max_write_bytes + 1)
             .read_to_end(&mut original)
-            .map_err(|e| FsError::MutationIo { reason: e.kind().to_string() })?;
+            .map_err(|e| FsError::MutationIo {
+                reason: e.kind().to_string(),
+            })?;
         let now = fstat(&target.fd).map_err(FsError::from_mutation_errno)?;
         if Revision::from_stat(&now) != target.revision_before {
             return Err(FsError::ChangedDuringRead);
@@ -245,7 +244,9 @@ mod tests {
     #[test]
     fn diff_is_bounded() {
         // Long lines, few of them: enough diff text, little diff work.
-        let before: String = (0..1_500).map(|i| format!("line {i:04} {}\n", "x".repeat(40))).collect();
+        let before: String = (0..1_500)
+            .map(|i| format!("line {i:04} {}\n", "x".repeat(40)))
+            .collect();
         let after = before.replace("line", "LINE");
         let (diff, truncated) = unified_diff("f.txt", &before, &after);
         assert!(truncated);

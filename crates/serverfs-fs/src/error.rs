@@ -91,7 +91,9 @@ pub enum FsError {
     #[error("parent directory not found")]
     ParentNotFound,
     /// The object's revision is not the expected one.
-    #[error("revision conflict: the object changed since its revision was read; stat or read it again")]
+    #[error(
+        "revision conflict: the object changed since its revision was read; stat or read it again"
+    )]
     RevisionConflict,
     /// The file has more than one hard link.
     #[error("file has multiple hard links; editing one name would silently change the others")]
@@ -143,7 +145,9 @@ pub enum FsError {
         reason: String,
     },
     /// A whole-file binary read over the limit.
-    #[error("file is larger than the binary transfer limit of {limit} bytes; read it in ranges with offset and max_bytes")]
+    #[error(
+        "file is larger than the binary transfer limit of {limit} bytes; read it in ranges with offset and max_bytes"
+    )]
     BinaryTooLarge {
         /// The limit in bytes.
         limit: u64,

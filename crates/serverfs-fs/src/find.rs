@@ -48,7 +48,8 @@ impl NamePattern {
         if self.whole_path {
             self.matcher.is_match(path.as_string())
         } else {
-            path.file_name().is_some_and(|name| self.matcher.is_match(name))
+            path.file_name()
+                .is_some_and(|name| self.matcher.is_match(name))
         }
     }
 }
@@ -120,7 +121,10 @@ impl Workdir {
             threads: limits.threads,
         };
         let report = self.walk(start, options, &collect)?;
-        let mut matches = collect.found.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut matches = collect
+            .found
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
         matches.sort_unstable_by_key(RelPath::as_string);
         let over_limit = matches.len() > limits.limit;
         matches.truncate(limits.limit);

@@ -57,7 +57,8 @@ impl Workdir {
     /// `PATH_ALREADY_EXISTS`, `ACCESS_DENIED`, `MUTATION_IO_ERROR`.
     pub fn create_directory(&self, path: &RelPath) -> Result<Revision, FsError> {
         let (dir, name) = self.open_parent_for_mutation(path, FsError::ParentNotFound)?;
-        mkdirat(dir.as_fd(), name, Mode::from_raw_mode(0o777)).map_err(FsError::from_mutation_errno)?;
+        mkdirat(dir.as_fd(), name, Mode::from_raw_mode(0o777))
+            .map_err(FsError::from_mutation_errno)?;
         sync_dir(dir.as_fd());
         let stat = statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(FsError::from_mutation_errno)?;

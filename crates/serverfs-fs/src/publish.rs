@@ -46,7 +46,8 @@ impl<'a> TempFile<'a> {
         // never reused; we just try another.
         for _ in 0..16 {
             let name = temp_name();
-            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let flags =
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match openat(dir, name.as_str(), flags, Mode::from_raw_mode(0o666)) {
                 Ok(fd) => {
                     return Ok(TempFile {
@@ -74,7 +75,11 @@ impl<'a> TempFile<'a> {
     /// Copies ownership, mode (with setuid/setgid/sticky) and extended
     /// attributes of `original` onto this file. Ownership goes first
     /// because `chown` clears setuid/setgid.
-    pub(crate) fn copy_metadata_from(&self, original: &OwnedFd, stat: &Stat) -> Result<(), FsError> {
+    pub(crate) fn copy_metadata_from(
+        &self,
+        original: &OwnedFd,
+        stat: &Stat,
+    ) -> Result<(), FsError> {
         let mine = fstat(&self.file).map_err(FsError::from_mutation_errno)?;
         if (mine.st_uid, mine.st_gid) != (stat.st_uid, stat.st_gid) {
             let uid = rustix::fs::Uid::from_raw(stat.st_uid);
@@ -94,13 +99,25 @@ impl<'a> TempFile<'a> {
 
     /// Publishes under `name` without ever replacing an existing object.
     pub(crate) fn publish_new(mut self, name: &str) -> Result<Revision, FsError> {
-        match renameat_with(self.dir, self.name.as_str(), self.dir, name, RenameFlags::NOREPLACE) {
+        match renameat_with(
+            self.dir,
+            self.name.as_str(),
+            self.dir,
+            name,
+            RenameFlags::NOREPLACE,
+        ) {
             Ok(()) => {}
             // Filesystems without RENAME_NOREPLACE: linkat never replaces
             // either; the temporary name is removed on drop.
             Err(Errno::INVAL) | Err(Errno::NOSYS) => {
-                linkat(self.dir, self.name.as_str(), self.dir, name, AtFlags::empty())
-                    .map_err(FsError::from_mutation_errno)?;
+                linkat(
+                    self.dir,
+                    self.name.as_str(),
+                    self.dir,
+                    name,
+                    AtFlags::empty(),
+                )
+                .map_err(FsError::from_mutation_errno)?;
                 let _ = unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
             }
             Err(errno) => return Err(FsError::from_mutation_errno(errno)),
@@ -119,7 +136,8 @@ impl<'a> TempFile<'a> {
         check: impl FnOnce() -> Result<(), FsError>,
     ) -> Result<Revision, FsError> {
         check()?;
-        renameat(self.dir, self.name.as_str(), self.dir, name).map_err(FsError::from_mutation_errno)?;
+        renameat(self.dir, self.name.as_str(), self.dir, name)
+            .map_err(FsError::from_mutation_errno)?;
         self.published = true;
         let revision = Revision::from_stat(&self.stat()?);
         sync_dir(self.dir);
@@ -144,7 +162,8 @@ pub(crate) fn sync_dir(dir: BorrowedFd<'_>) {
 
 /// Re-stats `name` in `dir` without following it and compares revisions.
 pub(crate) fn recheck(dir: BorrowedFd<'_>, name: &str, expected: &str) -> Result<(), FsError> {
-    let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_mutation_errno)?;
+    let stat =
+        statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_mutation_errno)?;
     if Revision::from_stat(&stat).as_str() != expected {
         return Err(FsError::RevisionConflict);
     }
@@ -201,8 +220,13 @@ fn copy_xattrs(from: &OwnedFd, to: &std::fs::File) -> Result<(), FsError> {
             }
         };
         if let Some(size) = size {
-            rustix::fs::fsetxattr(to, name.as_c_str(), &value[..size], rustix::fs::XattrFlags::empty())
-                .map_err(|_| failed())?;
+            rustix::fs::fsetxattr(
+                to,
+                name.as_c_str(),
+                &value[..size],
+                rustix::fs::XattrFlags::empty(),
+            )
+            .map_err(|_| failed())?;
         }
     }
     Ok(())
@@ -220,8 +244,13 @@ fn io_to_fs(error: std::io::Error) -> FsError {
 /// Opens a readable (fsync-able) descriptor of the directory `dir` (which
 /// may be an `O_PATH` descriptor).
 pub(crate) fn reopen_dir(dir: BorrowedFd<'_>) -> Result<OwnedFd, FsError> {
-    openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(FsError::from_errno)
+    openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(FsError::from_errno)
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 //! entries walked, wall-clock time — ends the search with the results so
 //! far and `truncated: true`, never with an error.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -129,7 +129,9 @@ impl GlobFilter {
         let hit = if self.whole_path {
             self.matcher.is_match(relative.join("/"))
         } else {
-            relative.last().is_some_and(|name| self.matcher.is_match(name))
+            relative
+                .last()
+                .is_some_and(|name| self.matcher.is_match(name))
         };
         hit != self.exclude
     }
@@ -153,7 +155,10 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn halt(&self, reason: &'static str) {
-        self.reason.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(reason);
+        self.reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(reason);
         self.stop.store(true, Ordering::Relaxed);
     }
 
@@ -176,7 +181,10 @@ impl Search<'_> {
             binary: false,
         };
         let mut searcher = self.searcher();
-        if searcher.search_file(&self.matcher, &file, &mut sink).is_err() {
+        if searcher
+            .search_file(&self.matcher, &file, &mut sink)
+            .is_err()
+        {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -191,7 +199,13 @@ impl Search<'_> {
     /// Turns one file's emitted lines into matches with their context.
     fn collect(&self, path: RelPath, lines: Vec<EmittedLine>) {
         let context = self.query.context_lines as u64;
-        let shown = |l: &EmittedLine| cut(&String::from_utf8_lossy(&l.bytes), self.limits.max_line_bytes).0;
+        let shown = |l: &EmittedLine| {
+            cut(
+                &String::from_utf8_lossy(&l.bytes),
+                self.limits.max_line_bytes,
+            )
+            .0
+        };
         for (i, line) in lines.iter().enumerate() {
             if !line.is_match {
                 continue;
@@ -214,7 +228,11 @@ impl Search<'_> {
                 .collect();
             let size = path.as_string().len()
                 + text.len()
-                + context_before.iter().chain(&context_after).map(String::len).sum::<usize>();
+                + context_before
+                    .iter()
+                    .chain(&context_after)
+                    .map(String::len)
+                    .sum::<usize>();
             let found = SearchMatch {
                 path: path.clone(),
                 line: line.number,
@@ -223,14 +241,18 @@ impl Search<'_> {
                 context_before,
                 context_after,
             };
-            if self.bytes.fetch_add(size, Ordering::Relaxed) + size > self.limits.max_response_bytes {
+            if self.bytes.fetch_add(size, Ordering::Relaxed) + size > self.limits.max_response_bytes
+            {
                 return self.halt(RESPONSE_BYTES);
             }
             // Keep one match past the limit to know that more exist.
             if self.count.fetch_add(1, Ordering::Relaxed) >= self.limits.limit {
                 return self.halt(LIMIT);
             }
-            self.found.lock().unwrap_or_else(|e| e.into_inner()).push(found);
+            self.found
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(found);
         }
     }
 }
@@ -249,7 +271,8 @@ impl FileVisitor for Search<'_> {
         {
             return true;
         }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let Ok(fd) = openat(file.dir, file.name, flags, Mode::empty()) else {
             return true; // vanished, replaced by a symlink, or unreadable
         };
@@ -410,5 +433,9 @@ impl Workdir {
 }
 
 fn first_line(text: &str) -> String {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or(text).trim().to_owned()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(text)
+        .trim()
+        .to_owned()
 }

@@ -354,7 +354,8 @@ fn entry_exists(dir: BorrowedFd<'_>, name: &str) -> bool {
 /// Reads a regular file beneath `dir` (no symlinks, no special files) up
 /// to [`MAX_IGNORE_FILE_BYTES`], as UTF-8 (lossy).
 fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = openat(dir, name, flags, Mode::empty()).ok()?;
     let stat = fstat(&fd).ok()?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {

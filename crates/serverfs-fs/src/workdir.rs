@@ -143,13 +143,11 @@ impl Workdir {
         parent: BorrowedFd<'_>,
         name: &str,
     ) -> Result<(OwnedFd, Stat), FsError> {
-        let before = statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
+        let before =
+            statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
         require_regular(&before)?;
-        let flags = OFlags::RDONLY
-            | OFlags::NOFOLLOW
-            | OFlags::NONBLOCK
-            | OFlags::NOCTTY
-            | OFlags::CLOEXEC;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = openat(parent, name, flags, Mode::empty()).map_err(FsError::from_errno)?;
         let stat = fstat(&fd).map_err(FsError::from_errno)?;
         require_regular(&stat)?;

@@ -9,14 +9,14 @@ use serverfs_config::ServerSettings;
 
 use super::params::{
     CreateDirectoryParams, CreateTextFileParams, DeleteParams, DownloadBinaryFileParams,
-    EditTextFileParams, FindFilesParams, ListDirectoryParams, SearchTextParams, ListWorkdirsParams, ReadTextFileParams,
-    StatFileParams, UploadBinaryFileParams,
+    EditTextFileParams, FindFilesParams, ListDirectoryParams, ListWorkdirsParams,
+    ReadTextFileParams, SearchTextParams, StatFileParams, UploadBinaryFileParams,
 };
 use super::results::{
     CreateDirectoryResult, CreateTextFileResult, DeleteDirectoryResult, DeleteFileResult,
     DownloadBinaryFileResult, EditTextFileResult, FindFilesResult, ListDirectoryResult,
-    SearchTextResult, ListWorkdirsResult,
-    ReadTextFileResult, StatFileResult, UploadBinaryFileResult,
+    ListWorkdirsResult, ReadTextFileResult, SearchTextResult, StatFileResult,
+    UploadBinaryFileResult,
 };
 
 /// Every tool ServerFS can serve, in `tools/list` order.
@@ -89,7 +89,10 @@ impl ToolName {
 
     /// Binary tools are listed only when some workdir enables binary transfer.
     pub const fn is_binary(self) -> bool {
-        matches!(self, ToolName::DownloadBinaryFile | ToolName::UploadBinaryFile)
+        matches!(
+            self,
+            ToolName::DownloadBinaryFile | ToolName::UploadBinaryFile
+        )
     }
 
     fn definition(self, settings: &ServerSettings) -> Tool {
@@ -200,7 +203,11 @@ impl ToolName {
 }
 
 fn search_default(settings: &ServerSettings) -> u64 {
-    u64::from(settings.default_search_results.min(settings.max_search_results))
+    u64::from(
+        settings
+            .default_search_results
+            .min(settings.max_search_results),
+    )
 }
 
 /// Hints as `(read_only, destructive, idempotent)`; every tool is closed-world.

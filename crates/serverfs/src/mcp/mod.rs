@@ -12,8 +12,8 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, JsonObject, ListResourceTemplatesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ResourceContents, ServerConfig, Tool,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -47,7 +47,10 @@ pub struct ServerFs {
 impl ServerFs {
     /// A server over `files`.
     pub fn new(files: FileService) -> ServerFs {
-        let tools = Arc::new(catalog::tools(files.settings(), files.binary_tools_enabled()));
+        let tools = Arc::new(catalog::tools(
+            files.settings(),
+            files.binary_tools_enabled(),
+        ));
         ServerFs { files, tools }
     }
 
@@ -58,13 +61,19 @@ impl ServerFs {
         arguments: Option<JsonObject>,
     ) -> Option<Result<CallToolResult, ToolError>> {
         let tool = self.tools.iter().find(|t| t.name == name)?;
-        let tool = ToolName::ALL.iter().copied().find(|t| t.as_str() == tool.name)?;
+        let tool = ToolName::ALL
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == tool.name)?;
         let audit = AuditRecord::start(tool.as_str());
         let files = &self.files;
         let a = &audit;
         let outcome = match tool {
             ToolName::ListWorkdirs => {
-                run(arguments, |_: ListWorkdirsParams| async { Ok(files.list_workdirs(a)) }).await
+                run(arguments, |_: ListWorkdirsParams| async {
+                    Ok(files.list_workdirs(a))
+                })
+                .await
             }
             ToolName::ListDirectory => run(arguments, |p| files.list_directory(p, a)).await,
             ToolName::FindFiles => run(arguments, |p| files.find_files(p, a)).await,
@@ -145,7 +154,10 @@ impl ServerHandler for ServerFs {
 }
 
 /// Decodes the arguments, runs the tool body, shapes the result.
-async fn run<P, R, F, Fut>(arguments: Option<JsonObject>, body: F) -> Result<CallToolResult, ToolError>
+async fn run<P, R, F, Fut>(
+    arguments: Option<JsonObject>,
+    body: F,
+) -> Result<CallToolResult, ToolError>
 where
     P: DeserializeOwned,
     R: ToolOutput,

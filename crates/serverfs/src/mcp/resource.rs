@@ -25,7 +25,11 @@ pub fn uri(workdir: &str, path: &str) -> String {
 }
 
 /// Everything but RFC 3986 unreserved characters is encoded in a component.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// The template clients see in `resources/templates/list`.
 pub fn template() -> ResourceTemplate {

@@ -339,29 +339,47 @@ pub struct UploadBinaryFileResult {
 
 impl Summary for CreateTextFileResult {
     fn summary(&self) -> String {
-        format!("created {}:{} ({} bytes), revision {}", self.workdir, self.path, self.bytes_written, self.revision)
+        format!(
+            "created {}:{} ({} bytes), revision {}",
+            self.workdir, self.path, self.bytes_written, self.revision
+        )
     }
 }
 
 impl Summary for EditTextFileResult {
     fn summary(&self) -> String {
-        let verb = if self.dry_run { "dry run of" } else { "applied" };
+        let verb = if self.dry_run {
+            "dry run of"
+        } else {
+            "applied"
+        };
         format!(
             "{verb} {} edit(s) to {}:{} ({} -> {} bytes), revision {}; diff in structured result",
-            self.edits_applied, self.workdir, self.path, self.bytes_before, self.bytes_after, self.revision
+            self.edits_applied,
+            self.workdir,
+            self.path,
+            self.bytes_before,
+            self.bytes_after,
+            self.revision
         )
     }
 }
 
 impl Summary for DeleteFileResult {
     fn summary(&self) -> String {
-        format!("deleted {}:{} ({} bytes)", self.workdir, self.path, self.bytes_deleted)
+        format!(
+            "deleted {}:{} ({} bytes)",
+            self.workdir, self.path, self.bytes_deleted
+        )
     }
 }
 
 impl Summary for CreateDirectoryResult {
     fn summary(&self) -> String {
-        format!("created directory {}:{}, revision {}", self.workdir, self.path, self.revision)
+        format!(
+            "created directory {}:{}, revision {}",
+            self.workdir, self.path, self.revision
+        )
     }
 }
 
@@ -374,7 +392,10 @@ impl Summary for DeleteDirectoryResult {
 impl Summary for UploadBinaryFileResult {
     fn summary(&self) -> String {
         let verb = if self.replaced { "replaced" } else { "created" };
-        format!("{verb} {}:{} ({} bytes, sha256 {}), revision {}", self.workdir, self.path, self.bytes_written, self.sha256, self.revision)
+        format!(
+            "{verb} {}:{} ({} bytes, sha256 {}), revision {}",
+            self.workdir, self.path, self.bytes_written, self.sha256, self.revision
+        )
     }
 }
 
@@ -443,7 +464,10 @@ pub struct TextMatch {
 impl Summary for FindFilesResult {
     fn summary(&self) -> String {
         let more = if self.truncated { " (truncated)" } else { "" };
-        format!("{} file(s) found under {}:{}{more}", self.returned, self.workdir, self.path)
+        format!(
+            "{} file(s) found under {}:{}{more}",
+            self.returned, self.workdir, self.path
+        )
     }
 }
 

@@ -45,9 +45,8 @@ impl FileService {
             limit: workdir.config.max_binary_transfer_bytes,
         };
         let expected = params.expected_revision;
-        let read = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || workdir.fs.read_bytes(&path, range, expected.as_deref())
+        let read = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.read_bytes(path, range, expected.as_deref())
         })
         .await?;
         let mime_type = mime_type_of(path.file_name().unwrap_or(""));
@@ -78,7 +77,8 @@ impl FileService {
         params: UploadBinaryFileParams,
         audit: &AuditRecord,
     ) -> Result<UploadBinaryFileResult, ToolError> {
-        let target = self.authorize_mutation(&params.workdir, &params.path, audit, require_binary)?;
+        let target =
+            self.authorize_mutation(&params.workdir, &params.path, audit, require_binary)?;
         let expected = match (params.overwrite, params.expected_revision) {
             (true, None) => {
                 return Err(coded(
@@ -96,7 +96,10 @@ impl FileService {
         };
         let limit = target.workdir.config.max_binary_transfer_bytes;
         let data = decode_payload(&params.data_base64, limit)?;
-        let sha256: String = Sha256::digest(&data).iter().map(|b| format!("{b:02x}")).collect();
+        let sha256: String = Sha256::digest(&data)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let bytes_written = data.len() as u64;
         let (revision_before, revision) = self
             .mutate(&target, move |fs, path| match expected {
@@ -151,7 +154,10 @@ fn decode_payload(encoded: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
         return Err(too_large());
     }
     if !encoded.is_ascii() {
-        return Err(coded(ErrorCode::InvalidBase64, "data_base64 contains non-ASCII characters"));
+        return Err(coded(
+            ErrorCode::InvalidBase64,
+            "data_base64 contains non-ASCII characters",
+        ));
     }
     let data = STANDARD.decode(encoded).map_err(|e| {
         coded(
@@ -182,14 +188,27 @@ mod tests {
         assert_eq!(decode_payload("", 10).unwrap(), b"");
         assert_eq!(decode_payload("YQ==", 10).unwrap(), b"a");
         for bad in ["YQ=", "Y Q==", "***", "YQ", "YQ==\n", "-_-_", "YR=="] {
-            assert_eq!(decode_payload(bad, 10).unwrap_err().code, ErrorCode::InvalidBase64, "{bad:?}");
+            assert_eq!(
+                decode_payload(bad, 10).unwrap_err().code,
+                ErrorCode::InvalidBase64,
+                "{bad:?}"
+            );
         }
-        assert_eq!(decode_payload("é", 10).unwrap_err().code, ErrorCode::InvalidBase64);
+        assert_eq!(
+            decode_payload("é", 10).unwrap_err().code,
+            ErrorCode::InvalidBase64
+        );
         // 3 bytes fit a limit of 3; 4 do not (caught after decoding), and an
         // encoding longer than any valid payload is refused before decoding.
         assert_eq!(decode_payload("YWJj", 3).unwrap(), b"abc");
         assert_eq!(decode_payload("YWJjZA==", 4).unwrap(), b"abcd");
-        assert_eq!(decode_payload("YWJjZA==", 3).unwrap_err().code, ErrorCode::BinaryPayloadTooLarge);
-        assert_eq!(decode_payload("YWJjYWJj", 3).unwrap_err().code, ErrorCode::BinaryPayloadTooLarge);
+        assert_eq!(
+            decode_payload("YWJjZA==", 3).unwrap_err().code,
+            ErrorCode::BinaryPayloadTooLarge
+        );
+        assert_eq!(
+            decode_payload("YWJjYWJj", 3).unwrap_err().code,
+            ErrorCode::BinaryPayloadTooLarge
+        );
     }
 }

@@ -99,15 +99,12 @@ impl FileService {
         .min(u64::from(self.settings.max_list_entries));
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
         let offset = params.offset;
-        let page = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || {
-                workdir.fs.list_directory(
-                    &path,
-                    usize::try_from(offset).unwrap_or(usize::MAX),
-                    usize::try_from(limit).unwrap_or(usize::MAX),
-                )
-            }
+        let page = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.list_directory(
+                path,
+                usize::try_from(offset).unwrap_or(usize::MAX),
+                usize::try_from(limit).unwrap_or(usize::MAX),
+            )
         })
         .await?;
         let entries: Vec<EntryInfo> = page
@@ -143,11 +140,8 @@ impl FileService {
         audit: &AuditRecord,
     ) -> Result<StatFileResult, ToolError> {
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
-        let meta = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || workdir.fs.stat(&path)
-        })
-        .await?;
+        let meta =
+            run_blocking(&workdir, &path, move |workdir, path| workdir.fs.stat(path)).await?;
         audit.set(|a| a.kind = Some(meta.kind.as_str()));
         Ok(StatFileResult {
             workdir: params.workdir,
@@ -189,9 +183,8 @@ impl FileService {
             max_lines: max_lines.min(u64::from(workdir.config.max_read_lines)),
             max_bytes: workdir.config.max_read_bytes,
         };
-        let page = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || workdir.fs.read_text(&path, &start, limits)
+        let page = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.read_text(path, &start, limits)
         })
         .await?;
         audit.set(|a| {
@@ -236,14 +229,15 @@ impl FileService {
     }
 }
 
-/// Runs a kernel call on the blocking pool, mapping its error with the
-/// workdir and normalized path for context.
+/// Runs a kernel call on `workdir` and `path` on the blocking pool,
+/// mapping its error with the workdir and normalized path for context.
 pub(super) async fn run_blocking<T: Send + 'static>(
-    workdir: &WorkdirHandle,
+    workdir: &Arc<WorkdirHandle>,
     path: &RelPath,
-    work: impl FnOnce() -> Result<T, FsError> + Send + 'static,
+    work: impl FnOnce(&WorkdirHandle, &RelPath) -> Result<T, FsError> + Send + 'static,
 ) -> Result<T, ToolError> {
-    match tokio::task::spawn_blocking(work).await {
+    let (owned_workdir, owned_path) = (workdir.clone(), path.clone());
+    match tokio::task::spawn_blocking(move || work(&owned_workdir, &owned_path)).await {
         Ok(result) => {
             result.map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
         }

@@ -8,7 +8,9 @@ use serverfs_protocol::ErrorCode;
 
 use crate::audit::AuditRecord;
 use crate::mcp::error::ToolError;
-use crate::mcp::params::{CreateDirectoryParams, CreateTextFileParams, DeleteParams, EditTextFileParams};
+use crate::mcp::params::{
+    CreateDirectoryParams, CreateTextFileParams, DeleteParams, EditTextFileParams,
+};
 use crate::mcp::results::{
     CreateDirectoryResult, CreateTextFileResult, DeleteDirectoryResult, DeleteFileResult,
     EditTextFileResult,
@@ -52,7 +54,10 @@ impl FileService {
         if path.is_root() {
             return Err(ToolError {
                 code: ErrorCode::RootMutationNotAllowed,
-                message: format!("{}:. — the workdir root itself cannot be changed", alias.escape_debug()),
+                message: format!(
+                    "{}:. — the workdir root itself cannot be changed",
+                    alias.escape_debug()
+                ),
             });
         }
         Ok(MutationTarget { workdir, path })
@@ -66,13 +71,18 @@ impl FileService {
         op: impl FnOnce(&Workdir, &RelPath) -> Result<T, FsError> + Send + 'static,
     ) -> Result<T, ToolError> {
         let serialized = target.workdir.mutation_lock.clone().lock_owned().await;
-        let (workdir, path, lease) = (target.workdir.clone(), target.path.clone(), self.lease.clone());
+        let (workdir, path, lease) = (
+            target.workdir.clone(),
+            target.path.clone(),
+            self.lease.clone(),
+        );
         let alias = workdir.config.alias.as_str().to_owned();
         let shown = target.path.as_string();
         let outcome = tokio::task::spawn_blocking(move || {
             let _serialized = serialized;
             let _lease = lease.acquire(&workdir.config)?;
-            op(&workdir.fs, &path).map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
+            op(&workdir.fs, &path)
+                .map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
         })
         .await;
         match outcome {
@@ -99,7 +109,10 @@ impl FileService {
                     return Err(FsError::BinaryContent);
                 }
                 if content.len() as u64 > limit {
-                    return Err(FsError::WriteTooLarge { what: "content", limit });
+                    return Err(FsError::WriteTooLarge {
+                        what: "content",
+                        limit,
+                    });
                 }
                 fs.create_file(path, content.as_bytes())
             })
@@ -124,10 +137,14 @@ impl FileService {
         audit: &AuditRecord,
     ) -> Result<EditTextFileResult, ToolError> {
         if params.edits.is_empty() {
-            return Err(ToolError::invalid_argument("edits must contain at least one edit"));
+            return Err(ToolError::invalid_argument(
+                "edits must contain at least one edit",
+            ));
         }
         if params.edits.iter().any(|e| e.expected_count == 0) {
-            return Err(ToolError::invalid_argument("expected_count must be at least 1"));
+            return Err(ToolError::invalid_argument(
+                "expected_count must be at least 1",
+            ));
         }
         let target = self.authorize_mutation(&params.workdir, &params.path, audit, |_| Ok(()))?;
         let limits = EditLimits {
@@ -145,7 +162,9 @@ impl FileService {
             .collect();
         let (expected, dry_run) = (params.expected_revision, params.dry_run);
         let outcome = self
-            .mutate(&target, move |fs, path| fs.edit_text(path, &expected, &edits, limits, dry_run))
+            .mutate(&target, move |fs, path| {
+                fs.edit_text(path, &expected, &edits, limits, dry_run)
+            })
             .await?;
         audit.set(|a| {
             a.edit_count = Some(outcome.edits_applied as u64);
@@ -221,7 +240,9 @@ impl FileService {
         let target = self.authorize_mutation(&params.workdir, &params.path, audit, |_| Ok(()))?;
         let expected = params.expected_revision;
         let deleted = self
-            .mutate(&target, move |fs, path| fs.delete_directory(path, &expected))
+            .mutate(&target, move |fs, path| {
+                fs.delete_directory(path, &expected)
+            })
             .await?;
         audit.set(|a| a.revision = Some(deleted.revision.as_str().to_owned()));
         Ok(DeleteDirectoryResult {

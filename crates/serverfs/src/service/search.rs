@@ -36,15 +36,16 @@ impl FileService {
             max_entries: self.settings.max_walk_entries,
             threads: walker_threads(),
         };
-        let found = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || workdir.fs.find_files(&path, &pattern, limits)
+        let found = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.find_files(path, &pattern, limits)
         })
         .await?;
         let matches: Vec<FoundFile> = found
             .matches
             .iter()
-            .map(|p| FoundFile { path: p.as_string() })
+            .map(|p| FoundFile {
+                path: p.as_string(),
+            })
             .collect();
         audit.set(|a| {
             a.returned = Some(matches.len() as u64);
@@ -94,9 +95,8 @@ impl FileService {
             threads: walker_threads(),
             regex_size_limit: REGEX_SIZE_LIMIT,
         };
-        let found = run_blocking(&workdir, &path, {
-            let (workdir, path) = (workdir.clone(), path.clone());
-            move || workdir.fs.search_text(&path, &query, limits)
+        let found = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.search_text(path, &query, limits)
         })
         .await?;
         let matches: Vec<TextMatch> = found
