@@ -82,14 +82,14 @@ struct Collect<'p> {
 }
 
 impl FileVisitor for Collect<'_> {
-    fn visit(&self, file: FileVisit<'_>) -> bool {
+    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError> {
         if self.pattern.is_match(&file.path) {
             self.found
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(file.path);
         }
-        true
+        Ok(true)
     }
 }
 
@@ -125,7 +125,7 @@ impl Workdir {
             .found
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
-        matches.sort_unstable_by_key(RelPath::as_string);
+        matches.sort_by_cached_key(RelPath::as_string);
         let over_limit = matches.len() > limits.limit;
         matches.truncate(limits.limit);
         let truncated_reason = if over_limit {

@@ -17,6 +17,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use rustix::fs::{FileType, Mode, OFlags, fstat, openat};
+use rustix::io::Errno;
 
 use crate::walk::{FileVisit, FileVisitor, StopReason, WalkOptions};
 use crate::{FsError, RelPath, Workdir};
@@ -258,34 +259,39 @@ impl Search<'_> {
 }
 
 impl FileVisitor for Search<'_> {
-    fn visit(&self, file: FileVisit<'_>) -> bool {
+    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError> {
         if self.stop.load(Ordering::Relaxed) {
-            return false;
+            return Ok(false);
         }
         if Instant::now() >= self.deadline {
             self.halt(TIMEOUT);
-            return false;
+            return Ok(false);
         }
         if let Some(glob) = &self.glob
             && !glob.admits(&file.path.components()[self.root_depth..])
         {
-            return true;
+            return Ok(true);
         }
         let flags =
             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let Ok(fd) = openat(file.dir, file.name, flags, Mode::empty()) else {
-            return true; // vanished, replaced by a symlink, or unreadable
+        let fd = match openat(file.dir, file.name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // Results silently missing files would look complete: refuse.
+            Err(Errno::MFILE | Errno::NFILE) => return Err(FsError::ResourceExhausted),
+            Err(_) => return Ok(true), // vanished, replaced by a symlink, or unreadable
         };
-        let Ok(stat) = fstat(&fd) else { return true };
+        let Ok(stat) = fstat(&fd) else {
+            return Ok(true);
+        };
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return true;
+            return Ok(true);
         }
         if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > self.limits.max_file_bytes {
             self.skipped.fetch_add(1, Ordering::Relaxed);
-            return true;
+            return Ok(true);
         }
         self.file(file.path, std::fs::File::from(fd));
-        !self.stop.load(Ordering::Relaxed)
+        Ok(!self.stop.load(Ordering::Relaxed))
     }
 }
 

@@ -24,6 +24,7 @@ use std::time::Instant;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fstat, openat, statat};
+use rustix::io::Errno;
 
 use crate::{FsError, RelPath, Workdir};
 
@@ -69,8 +70,9 @@ pub(crate) struct FileVisit<'a> {
 
 /// Called from the worker threads for every regular file reached.
 pub(crate) trait FileVisitor: Sync {
-    /// Returns false to stop the whole walk.
-    fn visit(&self, file: FileVisit<'_>) -> bool;
+    /// `Ok(false)` stops the whole walk; an error stops it and is returned
+    /// by the walk.
+    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError>;
 }
 
 /// The outcome of a walk.
@@ -149,6 +151,19 @@ impl Workdir {
         options: WalkOptions,
         visitor: &V,
     ) -> Result<WalkReport, FsError> {
+        // A VCS directory is never searched, even when named as the start.
+        if options.skip_vcs
+            && start
+                .components()
+                .iter()
+                .any(|c| VCS_DIRS.contains(&c.as_str()))
+        {
+            return Ok(WalkReport {
+                visited: 0,
+                stopped: None,
+            });
+        }
+        let (ignore, in_git) = self.ancestor_rules(start, options.ignore_files)?;
         let shared = Shared {
             workdir: self,
             options,
@@ -156,8 +171,8 @@ impl Workdir {
             queue: Mutex::new(Queue {
                 jobs: vec![Job {
                     path: start.clone(),
-                    ignore: None,
-                    in_git: false,
+                    ignore,
+                    in_git,
                 }],
                 active: 0,
             }),
@@ -181,6 +196,70 @@ impl Workdir {
             stopped,
         })
     }
+}
+
+impl Workdir {
+    /// The ignore rules and git-repository state that the ancestors of
+    /// `start` (root first) impose on it, so that a scoped walk sees the
+    /// same rules as a walk from the root.
+    fn ancestor_rules(
+        &self,
+        start: &RelPath,
+        ignore_files: bool,
+    ) -> Result<(Option<Arc<IgnoreChain>>, bool), FsError> {
+        let (mut chain, mut in_git) = (None, false);
+        let mut ancestor = RelPath::root();
+        for name in start.components() {
+            let dir = self.open_directory(&ancestor)?;
+            (chain, in_git) = directory_rules(dir.as_fd(), &ancestor, chain, in_git, ignore_files)?;
+            ancestor = ancestor.join(name);
+        }
+        Ok((chain, in_git))
+    }
+}
+
+/// The rules in force inside the directory `path` (open as `dir`): the
+/// inherited chain plus its own `.gitignore` (inside a git repository) and
+/// `.ignore`; and whether it is inside a git repository.
+fn directory_rules(
+    dir: BorrowedFd<'_>,
+    path: &RelPath,
+    inherited: Option<Arc<IgnoreChain>>,
+    in_git: bool,
+    ignore_files: bool,
+) -> Result<(Option<Arc<IgnoreChain>>, bool), FsError> {
+    let in_git = in_git || entry_exists(dir, ".git");
+    if !ignore_files {
+        return Ok((None, in_git));
+    }
+    let names: &[&str] = if in_git {
+        &[".gitignore", ".ignore"]
+    } else {
+        &[".ignore"]
+    };
+    let base = virtual_path(path);
+    let mut rules = Vec::new();
+    for name in names {
+        let Some(text) = read_small_file(dir, name)? else {
+            continue;
+        };
+        let mut builder = GitignoreBuilder::new(&base);
+        for line in text.lines() {
+            // A malformed line is skipped, as git does.
+            let _ = builder.add_line(None, line);
+        }
+        if let Some(built) = builder.build().ok().filter(|g| !g.is_empty()) {
+            rules.push(built);
+        }
+    }
+    if rules.is_empty() {
+        return Ok((inherited, in_git));
+    }
+    let chain = IgnoreChain {
+        rules,
+        parent: inherited,
+    };
+    Ok((Some(Arc::new(chain)), in_git))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -238,22 +317,21 @@ impl<V: FileVisitor> Shared<'_, V> {
             Err(_) => return, // vanished or unreadable mid-walk: skip it
         };
         let dir = dir_fd.as_fd();
-        let in_git = job.in_git || entry_exists(dir, ".git");
-        let ignore = if self.options.ignore_files {
-            let rules = self.ignore_rules(dir, &job.path, in_git);
-            if rules.is_empty() {
-                job.ignore.clone()
-            } else {
-                Some(Arc::new(IgnoreChain {
-                    rules,
-                    parent: job.ignore.clone(),
-                }))
-            }
-        } else {
-            None
+        let rules = directory_rules(
+            dir,
+            &job.path,
+            job.ignore,
+            job.in_git,
+            self.options.ignore_files,
+        );
+        let (ignore, in_git) = match rules {
+            Ok(rules) => rules,
+            Err(error) => return self.fail(error),
         };
-        let Ok(mut entries) = Dir::read_from(dir) else {
-            return;
+        let mut entries = match Dir::read_from(dir) {
+            Ok(entries) => entries,
+            Err(Errno::MFILE | Errno::NFILE) => return self.fail(FsError::ResourceExhausted),
+            Err(_) => return,
         };
         let mut subdirs = Vec::new();
         while let Some(entry) = entries.read() {
@@ -306,8 +384,12 @@ impl<V: FileVisitor> Shared<'_, V> {
                     ignore: ignore.clone(),
                     in_git,
                 });
-            } else if !self.visitor.visit(FileVisit { dir, name, path }) {
-                return self.halt(StopReason::Visitor);
+            } else {
+                match self.visitor.visit(FileVisit { dir, name, path }) {
+                    Ok(true) => {}
+                    Ok(false) => return self.halt(StopReason::Visitor),
+                    Err(error) => return self.fail(error),
+                }
             }
         }
         if !subdirs.is_empty() {
@@ -315,29 +397,6 @@ impl<V: FileVisitor> Shared<'_, V> {
             queue.jobs.extend(subdirs);
             self.ready.notify_all();
         }
-    }
-
-    /// Reads this directory's `.gitignore` (inside git repositories) and
-    /// `.ignore`, in that order.
-    fn ignore_rules(&self, dir: BorrowedFd<'_>, path: &RelPath, in_git: bool) -> Vec<Gitignore> {
-        let base = virtual_path(path);
-        let names: &[&str] = if in_git {
-            &[".gitignore", ".ignore"]
-        } else {
-            &[".ignore"]
-        };
-        names
-            .iter()
-            .filter_map(|name| {
-                let text = read_small_file(dir, name)?;
-                let mut builder = GitignoreBuilder::new(&base);
-                for line in text.lines() {
-                    // A malformed line is skipped, as git does.
-                    let _ = builder.add_line(None, line);
-                }
-                builder.build().ok().filter(|g| !g.is_empty())
-            })
-            .collect()
     }
 }
 
@@ -352,19 +411,26 @@ fn entry_exists(dir: BorrowedFd<'_>, name: &str) -> bool {
 }
 
 /// Reads a regular file beneath `dir` (no symlinks, no special files) up
-/// to [`MAX_IGNORE_FILE_BYTES`], as UTF-8 (lossy).
-fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
+/// to [`MAX_IGNORE_FILE_BYTES`], as UTF-8 (lossy). Absent or unreadable is
+/// `None`; running out of descriptors is an error, never a silent skip
+/// (which would drop rules and search ignored files).
+fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Result<Option<String>, FsError> {
     let flags =
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let fd = openat(dir, name, flags, Mode::empty()).ok()?;
-    let stat = fstat(&fd).ok()?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return None;
+    let fd = match openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::MFILE | Errno::NFILE) => return Err(FsError::ResourceExhausted),
+        Err(_) => return Ok(None),
+    };
+    match fstat(&fd) {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {}
+        _ => return Ok(None),
     }
     let mut bytes = Vec::new();
-    std::fs::File::from(fd)
+    let read = std::fs::File::from(fd)
         .take(MAX_IGNORE_FILE_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+        .read_to_end(&mut bytes);
+    Ok(read
+        .ok()
+        .map(|_| String::from_utf8_lossy(&bytes).into_owned()))
 }

@@ -189,7 +189,8 @@ mod tests {
             assert!(s.len() >= 3, "{s}");
             assert!(s.starts_with(|c: char| c.is_ascii_uppercase()), "{s}");
             assert!(
-                s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
                 "{s}"
             );
         }

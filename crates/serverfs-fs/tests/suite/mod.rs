@@ -1,6 +1,7 @@
 mod confinement;
+mod find_search;
 mod list;
+mod mutate;
+mod property;
 mod read;
 mod stat;
-mod property;
-mod mutate;

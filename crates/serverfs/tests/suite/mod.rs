@@ -1,8 +1,13 @@
+mod binary;
+mod concurrency;
 mod config_errors;
+mod crash;
 mod hostile_paths;
 mod logging;
+mod mutations;
 mod paging;
 mod race;
 mod read_tools;
 mod resource;
+mod search;
 mod surface;

@@ -58,11 +58,18 @@ fn assert_surface(server: &Server, expected: &[(&str, bool, Option<bool>, Option
             assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
             assert!(t.output_schema.is_some(), "{} has an outputSchema", t.name);
             assert_eq!(t.input_schema["type"], json!("object"));
-            (t.name.to_string(), a.read_only_hint.unwrap_or(false), a.destructive_hint, a.idempotent_hint)
+            (
+                t.name.to_string(),
+                a.read_only_hint.unwrap_or(false),
+                a.destructive_hint,
+                a.idempotent_hint,
+            )
         })
         .collect();
-    let expected: Vec<(String, bool, Option<bool>, Option<bool>)> =
-        expected.iter().map(|(n, r, d, i)| (n.to_string(), *r, *d, *i)).collect();
+    let expected: Vec<(String, bool, Option<bool>, Option<bool>)> = expected
+        .iter()
+        .map(|(n, r, d, i)| (n.to_string(), *r, *d, *i))
+        .collect();
     assert_eq!(actual, expected);
 }
 
