@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::AgentMode;
 use crate::error::{ConfigError, SlotProblem, one_line};
+use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
 use crate::model::LogLevel;
 use crate::parse;
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
 use crate::validate;
 
 /// The environment, as given to [`crate::Config::load`].
@@ -31,6 +32,8 @@ pub(crate) const SENTINEL: &str = ".serverfs-disabled";
 /// Container defaults of the Bridge endpoints (spec agent-bridge §1.1).
 const CONTAINER_BRIDGE_SOCKET: &str = "/run/serverfs-agent-bridge/bridge.sock";
 const CONTAINER_LOCK_DIR: &str = "/run/serverfs-agent-locks";
+/// Container default of the bearer token file (a persistent volume).
+const CONTAINER_TOKEN_FILE: &str = "/var/lib/serverfs/tokens.json";
 
 /// Per-slot variable names (`WORKDIR_NN_<NAME>`). `PATH` is consumed by
 /// Compose for the bind mount and ignored here, but it is a known name.
@@ -51,19 +54,21 @@ pub(crate) const SLOT_NAMES: [&str; 14] = [
     "AGENT_RUNTIMES",
 ];
 
-/// Which defaults the Bridge endpoints get when their variables are unset.
+/// Which defaults the Bridge endpoints and the token file get when their
+/// variables are unset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BridgeDefaults {
-    /// The fixed `/run/…` paths of the container deployment.
+pub(crate) enum PathDefaults {
+    /// The fixed paths of the container deployment (`/run/…`,
+    /// `/var/lib/serverfs/…`).
     Container,
-    /// Per-user paths from XDG_RUNTIME_DIR / XDG_STATE_HOME / HOME.
+    /// Per-user paths from the XDG variables and HOME.
     Native,
 }
 
 /// The whole environment source: globals plus the sixteen slots.
 pub(crate) fn raw_from_env(env: &Env) -> Result<RawConfig, ConfigError> {
     check_slot_variable_names(env)?;
-    let mut raw = globals(env, BridgeDefaults::Container)?;
+    let mut raw = globals(env, PathDefaults::Container)?;
     let base = workdirs_root(env)?;
     for slot in 1..=limits::SLOT_COUNT {
         if let Some(workdir) = slot_workdir(env, slot, &base)? {
@@ -76,7 +81,7 @@ pub(crate) fn raw_from_env(env: &Env) -> Result<RawConfig, ConfigError> {
 /// Only the `SERVERFS_*` globals, with no workdir: the base of command-line
 /// mode, where server settings and workdir defaults still come from the
 /// environment.
-pub(crate) fn globals(env: &Env, bridge: BridgeDefaults) -> Result<RawConfig, ConfigError> {
+pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, ConfigError> {
     let get = |name: &str| env.get(name).map(String::as_str);
     let strict = |name: &str, limit: Limit| -> Result<Val<i64>, ConfigError> {
         Ok(Val::or_default(
@@ -138,12 +143,12 @@ pub(crate) fn globals(env: &Env, bridge: BridgeDefaults) -> Result<RawConfig, Co
 
     let socket = non_empty(get("SERVERFS_AGENT_BRIDGE_SOCKET")).map(PathBuf::from);
     let lock_dir = non_empty(get("SERVERFS_AGENT_LOCK_DIR")).map(PathBuf::from);
-    let (default_socket, default_lock_dir) = match bridge {
-        BridgeDefaults::Container => (
+    let (default_socket, default_lock_dir) = match paths {
+        PathDefaults::Container => (
             PathBuf::from(CONTAINER_BRIDGE_SOCKET),
             PathBuf::from(CONTAINER_LOCK_DIR),
         ),
-        BridgeDefaults::Native => native_bridge_paths(env, socket.as_deref()),
+        PathDefaults::Native => native_bridge_paths(env, socket.as_deref()),
     };
     let agent = RawAgent {
         // Lenient on purpose: an unrecognised value fails towards "off".
@@ -161,10 +166,13 @@ pub(crate) fn globals(env: &Env, bridge: BridgeDefaults) -> Result<RawConfig, Co
         lock_dir: Val::or_default(lock_dir, default_lock_dir, "SERVERFS_AGENT_LOCK_DIR"),
     };
 
+    let http = http_globals(env, paths)?;
+
     Ok(RawConfig {
         server,
         defaults,
         agent,
+        http,
         workdirs: Vec::new(),
         clamp_defaults: true,
         empty_hint: format!(
@@ -199,6 +207,104 @@ pub(crate) fn native_bridge_paths(env: &Env, socket: Option<&Path>) -> (PathBuf,
         .unwrap_or(Path::new(""))
         .join("locks");
     (default_socket, lock_dir)
+}
+
+/// The `SERVERFS_HTTP_*` variables and `SERVERFS_TOKEN_FILE`, all strict:
+/// they decide who may reach the files, so a typo aborts startup. Empty
+/// means "not set".
+fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> {
+    let get = |name: &str| env.get(name).map(String::as_str);
+    let int = |name: &str, limit: Limit| -> Result<Val<i64>, ConfigError> {
+        Ok(Val::or_default(
+            parse::strict_int(name, get(name))?,
+            limit.default_i64(),
+            name,
+        ))
+    };
+    let list = |name: &str| {
+        Val::or_default(
+            non_empty(get(name)).map(|text| parse::list(Some(text))),
+            Vec::new(),
+            name,
+        )
+    };
+
+    let auth = match non_empty(get("SERVERFS_HTTP_AUTH")) {
+        None => None,
+        Some(text) => Some(HttpAuth::parse(&text.to_ascii_lowercase()).ok_or_else(|| {
+            ConfigError::InvalidValue {
+                key: "SERVERFS_HTTP_AUTH".to_owned(),
+                expected: "one of bearer, none",
+                got: get("SERVERFS_HTTP_AUTH").unwrap_or_default().to_owned(),
+            }
+        })?),
+    };
+    // Absolute only: there is no file directory to resolve against, and a
+    // token file that moves with the working directory is a trap.
+    let token_file = match non_empty(get("SERVERFS_TOKEN_FILE")) {
+        None => None,
+        Some(path) if Path::new(path).is_absolute() => Some(PathBuf::from(path)),
+        Some(path) => {
+            return Err(ConfigError::InvalidValue {
+                key: "SERVERFS_TOKEN_FILE".to_owned(),
+                expected: "an absolute path",
+                got: path.to_owned(),
+            });
+        }
+    };
+    let default_token_file = match paths {
+        PathDefaults::Container => PathBuf::from(CONTAINER_TOKEN_FILE),
+        PathDefaults::Native => native_token_file(env),
+    };
+    Ok(RawHttp {
+        bind: non_empty(get("SERVERFS_HTTP_BIND"))
+            .map(|bind| Val::set(bind.to_owned(), "SERVERFS_HTTP_BIND")),
+        auth: Val::or_default(auth, HttpAuth::default(), "SERVERFS_HTTP_AUTH"),
+        trust_network: Val::or_default(
+            parse::strict_bool(
+                "SERVERFS_HTTP_TRUST_NETWORK",
+                get("SERVERFS_HTTP_TRUST_NETWORK"),
+            )?,
+            false,
+            "SERVERFS_HTTP_TRUST_NETWORK",
+        ),
+        allowed_hosts: list("SERVERFS_HTTP_ALLOWED_HOSTS"),
+        allowed_origins: list("SERVERFS_HTTP_ALLOWED_ORIGINS"),
+        token_file: Val::or_default(token_file, default_token_file, "SERVERFS_TOKEN_FILE"),
+        request_timeout_ms: int(
+            "SERVERFS_HTTP_REQUEST_TIMEOUT_MS",
+            limits::HTTP_REQUEST_TIMEOUT_MS,
+        )?,
+        max_concurrent_requests: int(
+            "SERVERFS_HTTP_MAX_CONCURRENT_REQUESTS",
+            limits::HTTP_MAX_CONCURRENT_REQUESTS,
+        )?,
+        // 0 is a valid grace period, so this one is non-negative.
+        shutdown_grace_ms: Val::or_default(
+            parse::strict_uint(
+                "SERVERFS_HTTP_SHUTDOWN_GRACE_MS",
+                get("SERVERFS_HTTP_SHUTDOWN_GRACE_MS"),
+            )?,
+            limits::HTTP_SHUTDOWN_GRACE_MS.default_i64(),
+            "SERVERFS_HTTP_SHUTDOWN_GRACE_MS",
+        ),
+    })
+}
+
+/// Default bearer token file of a native install:
+/// `$XDG_CONFIG_HOME/serverfs/tokens.json`, else
+/// `$HOME/.config/serverfs/tokens.json`. Relative values are ignored, as
+/// the XDG spec requires; with neither set the path stays relative, which
+/// is refused only when bearer authentication is used.
+pub(crate) fn native_token_file(env: &Env) -> PathBuf {
+    let absolute = |name: &str| env.get(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(dir) = absolute("XDG_CONFIG_HOME") {
+        dir.join("serverfs").join("tokens.json")
+    } else if let Some(home) = absolute("HOME") {
+        home.join(".config/serverfs/tokens.json")
+    } else {
+        PathBuf::from("serverfs/tokens.json")
+    }
 }
 
 /// Upper-cased; anything but DEBUG/INFO/WARNING/ERROR silently means INFO

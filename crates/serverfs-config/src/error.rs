@@ -202,6 +202,14 @@ pub enum ConfigError {
         reason: String,
     },
 
+    /// An HTTP listener was asked for but no address is known (see
+    /// [`crate::HttpSettings::effective`]).
+    #[error(
+        "no HTTP bind address: pass --http ADDR or set [http] bind \
+         (SERVERFS_HTTP_BIND in environment and --workdir modes)"
+    )]
+    NoHttpBind,
+
     /// A `--workdir` spec is malformed.
     #[error("--workdir {spec:?}: {reason} (expected ALIAS=PATH, ALIAS=PATH:ro or ALIAS=PATH:rw)")]
     CliSpec {
@@ -224,7 +232,8 @@ impl ConfigError {
             | ConfigError::NoWorkdirs { .. }
             | ConfigError::TooManyWorkdirs { .. }
             | ConfigError::ReadFile { .. }
-            | ConfigError::TomlSyntax { .. } => None,
+            | ConfigError::TomlSyntax { .. }
+            | ConfigError::NoHttpBind => None,
             ConfigError::TomlKey { key, .. }
             | ConfigError::InvalidValue { key, .. }
             | ConfigError::OutOfRange { key, .. }

@@ -1,8 +1,8 @@
 //! The one configuration model of ServerFS.
 //!
-//! Both ServerFS processes read their workdirs, limits and agent settings
-//! through this crate, from one of three sources (chosen by
-//! [`select_source`]):
+//! Both ServerFS processes read their workdirs, limits, agent and HTTP
+//! transport settings through this crate, from one of three sources
+//! (chosen by [`select_source`]):
 //!
 //! - a `serverfs.toml` file (`--config FILE` or `SERVERFS_CONFIG`), the
 //!   native format, documented key by key in `docs/configuration.md` and
@@ -14,10 +14,10 @@
 //! Each source is parsed into a raw, source-independent form that still
 //! remembers which key set each value; one validation pass then checks every
 //! rule (alias syntax and uniqueness, root kind, limit bounds, deny globs,
-//! agent policy) and returns an immutable [`Config`]. Every failure is a
-//! single-line [`ConfigError`] naming the key, variable or spec at fault;
-//! the binaries print it as `serverfs: configuration error: <reason>` and
-//! exit with status 2.
+//! agent policy, the HTTP authentication rule) and returns an immutable
+//! [`Config`]. Every failure is a single-line [`ConfigError`] naming the
+//! key, variable or spec at fault; the binaries print it as
+//! `serverfs: configuration error: <reason>` and exit with status 2.
 //!
 //! Loading has no side effects: it reads the TOML file and inspects each
 //! root with `lstat` (plus one directory listing for an environment slot
@@ -62,6 +62,7 @@ mod alias;
 mod cli;
 mod env;
 mod error;
+mod http;
 mod limits;
 mod model;
 mod parse;
@@ -77,5 +78,6 @@ mod test_support;
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
 pub use error::{ConfigError, RootProblem, SlotProblem};
+pub use http::{EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, WorkdirConfig};
 pub use source::{ConfigSource, select_source};

@@ -59,6 +59,13 @@ pub(crate) const MAX_EDITS_PER_CALL: Limit = limit(50, 1, 1_000);
 // a hung Bridge, and the long-polls of the agent tools are at most 45 s.
 pub(crate) const BRIDGE_TIMEOUT_MS: Limit = limit(30_000, 100, 3_600_000);
 
+// HTTP transport. The request timeout bounds one MCP request end to end
+// (the agent tools' long-polls are at most 45 s, so a second is the useful
+// floor); the grace period may be 0 (stop at once).
+pub(crate) const HTTP_REQUEST_TIMEOUT_MS: Limit = limit(120_000, 1_000, 3_600_000);
+pub(crate) const HTTP_MAX_CONCURRENT_REQUESTS: Limit = limit(64, 1, 10_000);
+pub(crate) const HTTP_SHUTDOWN_GRACE_MS: Limit = limit(10_000, 0, 300_000);
+
 /// Number of `[[workdirs]]` a configuration may hold (spec §2.6).
 pub(crate) const MAX_WORKDIRS: usize = 64;
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::http::HttpSettings;
 use crate::limits;
 
 /// The whole validated configuration.
@@ -17,6 +18,8 @@ pub struct Config {
     pub server: ServerSettings,
     /// How the MCP server reaches the Agent Bridge.
     pub agent: AgentSettings,
+    /// The HTTP transport (`serverfs serve --http`).
+    pub http: HttpSettings,
     /// The configured workdirs, in configuration order (1 to 64 of them,
     /// aliases unique ignoring case).
     pub workdirs: Vec<WorkdirConfig>,

@@ -42,6 +42,20 @@ pub(crate) fn lenient_bool(raw: Option<&str>) -> bool {
 /// Strict positive integer: absent or empty means "not set"; a non-integer,
 /// zero or a negative number is an error naming `key`.
 pub(crate) fn strict_int(key: &str, raw: Option<&str>) -> Result<Option<i64>, ConfigError> {
+    strict_integer(key, raw, false)
+}
+
+/// Strict non-negative integer: as [`strict_int`], but zero is accepted
+/// (a duration where 0 means "do not wait").
+pub(crate) fn strict_uint(key: &str, raw: Option<&str>) -> Result<Option<i64>, ConfigError> {
+    strict_integer(key, raw, true)
+}
+
+fn strict_integer(
+    key: &str,
+    raw: Option<&str>,
+    zero_allowed: bool,
+) -> Result<Option<i64>, ConfigError> {
     let Some(text) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
@@ -50,13 +64,24 @@ pub(crate) fn strict_int(key: &str, raw: Option<&str>) -> Result<Option<i64>, Co
         expected,
         got: raw.unwrap_or_default().to_owned(),
     };
+    let (kind, kind_max) = if zero_allowed {
+        (
+            "a non-negative integer",
+            "a non-negative integer of at most 9223372036854775807",
+        )
+    } else {
+        (
+            "a positive integer",
+            "a positive integer of at most 9223372036854775807",
+        )
+    };
     if !is_integer_syntax(text) {
-        return Err(invalid("a positive integer"));
+        return Err(invalid(kind));
     }
     match text.parse::<i64>() {
-        Ok(value) if value > 0 => Ok(Some(value)),
-        Ok(_) => Err(invalid("a positive integer")),
-        Err(_) => Err(invalid("a positive integer of at most 9223372036854775807")),
+        Ok(value) if value > 0 || (zero_allowed && value == 0) => Ok(Some(value)),
+        Ok(_) => Err(invalid(kind)),
+        Err(_) => Err(invalid(kind_max)),
     }
 }
 
@@ -157,6 +182,28 @@ mod tests {
             assert!(strict_int("K", Some(bad)).is_err(), "{bad:?} accepted");
         }
         let huge = strict_int("K", Some("99999999999999999999")).unwrap_err();
+        assert!(
+            huge.to_string().contains("at most 9223372036854775807"),
+            "{huge}"
+        );
+    }
+
+    #[test]
+    fn strict_uint_accepts_zero_and_nothing_negative() {
+        assert_eq!(strict_uint("K", Some("0")), Ok(Some(0)));
+        assert_eq!(strict_uint("K", Some(" +0 ")), Ok(Some(0)));
+        assert_eq!(strict_uint("K", Some("15")), Ok(Some(15)));
+        assert_eq!(strict_uint("K", Some(" ")), Ok(None));
+        assert_eq!(strict_uint("K", None), Ok(None));
+        let err = strict_uint("SERVERFS_HTTP_SHUTDOWN_GRACE_MS", Some("-1")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "SERVERFS_HTTP_SHUTDOWN_GRACE_MS: expected a non-negative integer, got \"-1\""
+        );
+        for bad in ["1.5", "ten", "1e3", "-0"] {
+            assert!(strict_uint("K", Some(bad)).is_err(), "{bad:?} accepted");
+        }
+        let huge = strict_uint("K", Some("99999999999999999999")).unwrap_err();
         assert!(
             huge.to_string().contains("at most 9223372036854775807"),
             "{huge}"

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use crate::agent::AgentMode;
+use crate::http::HttpAuth;
 use crate::model::LogLevel;
 
 /// A configured value and the key it came from.
@@ -55,6 +56,7 @@ pub(crate) struct RawConfig {
     pub server: RawServer,
     pub defaults: RawDefaults,
     pub agent: RawAgent,
+    pub http: RawHttp,
     pub workdirs: Vec<RawWorkdir>,
     /// Lower a list/search default that exceeds its maximum to the maximum
     /// even when the operator wrote it: the environment adapter keeps
@@ -101,6 +103,22 @@ pub(crate) struct RawAgent {
     pub socket: Val<PathBuf>,
     pub timeout_ms: Val<i64>,
     pub lock_dir: Val<PathBuf>,
+}
+
+/// The HTTP transport. Paths are already absolute where the source can make
+/// them so (only a default without any known directory stays relative).
+#[derive(Debug, Clone)]
+pub(crate) struct RawHttp {
+    /// As written; parsed as a socket address by validation.
+    pub bind: Option<Val<String>>,
+    pub auth: Val<HttpAuth>,
+    pub trust_network: Val<bool>,
+    pub allowed_hosts: Val<Vec<String>>,
+    pub allowed_origins: Val<Vec<String>>,
+    pub token_file: Val<PathBuf>,
+    pub request_timeout_ms: Val<i64>,
+    pub max_concurrent_requests: Val<i64>,
+    pub shutdown_grace_ms: Val<i64>,
 }
 
 /// One workdir as written: `None` means "inherit the default".

@@ -2,13 +2,14 @@
 
 use std::fmt::Write as _;
 
+use crate::http::HttpSettings;
 use crate::model::{Config, WorkdirConfig};
 
 impl Config {
     /// A human-readable, multi-line report of the effective configuration:
-    /// server settings, the Agent Bridge, then every workdir with its root,
-    /// access, hidden and deny policy, binary transfer, limits and agent
-    /// policy.
+    /// server settings, the Agent Bridge, the HTTP transport, then every
+    /// workdir with its root, access, hidden and deny policy, binary
+    /// transfer, limits and agent policy.
     ///
     /// Contains host paths: it is meant for the operator's terminal, never
     /// for an MCP client.
@@ -56,12 +57,66 @@ impl Config {
             }
         );
 
+        http_report(&mut out, &self.http);
+
         let _ = writeln!(out, "workdirs: {}", self.workdirs.len());
         for workdir in &self.workdirs {
             workdir_report(&mut out, workdir);
         }
         out
     }
+}
+
+/// The HTTP transport. Only the token file's path is shown: tokens live in
+/// that file, never in the configuration (ARCHITECTURE.md invariant 9).
+fn http_report(out: &mut String, h: &HttpSettings) {
+    let _ = writeln!(out, "http:");
+    match h.bind {
+        Some(bind) => {
+            let _ = writeln!(out, "  bind: {bind}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  bind: stdio only (serve --http ADDR can still listen)"
+            );
+        }
+    }
+    let _ = writeln!(out, "  auth: {}", h.auth);
+    let _ = writeln!(
+        out,
+        "  trust network: {}",
+        if h.trust_network { "on" } else { "off" }
+    );
+    if h.allowed_hosts.is_empty() {
+        let _ = writeln!(out, "  extra allowed hosts (0): loopback names only");
+    } else {
+        let _ = writeln!(
+            out,
+            "  extra allowed hosts ({}): {}",
+            h.allowed_hosts.len(),
+            h.allowed_hosts.join(", ")
+        );
+    }
+    if h.allowed_origins.is_empty() {
+        let _ = writeln!(
+            out,
+            "  allowed origins (0): any request with an Origin header is rejected"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  allowed origins ({}): {}",
+            h.allowed_origins.len(),
+            h.allowed_origins.join(", ")
+        );
+    }
+    let _ = writeln!(out, "  token file: {}", h.token_file.display());
+    let _ = writeln!(
+        out,
+        "  limits: request_timeout_ms {}, max_concurrent_requests {}, shutdown_grace_ms {}",
+        h.request_timeout_ms, h.max_concurrent_requests, h.shutdown_grace_ms
+    );
 }
 
 fn workdir_report(out: &mut String, w: &WorkdirConfig) {
@@ -135,7 +190,8 @@ mod tests {
 
     use crate::test_support::Fixture;
     use crate::{
-        AgentMode, AgentRuntime, AgentSettings, Config, ServerSettings, WorkdirAlias, WorkdirConfig,
+        AgentMode, AgentRuntime, AgentSettings, Config, HttpSettings, ServerSettings, WorkdirAlias,
+        WorkdirConfig,
     };
 
     #[test]
@@ -165,6 +221,9 @@ mod tests {
                 bridge_timeout_ms: 30_000,
                 lock_dir: PathBuf::from("/run/locks"),
             },
+            http: HttpSettings::with_defaults(PathBuf::from(
+                "/home/u/.config/serverfs/tokens.json",
+            )),
             workdirs: vec![docs, code],
         };
         assert_eq!(
@@ -183,6 +242,14 @@ agent bridge: enabled
   lock dir: /run/locks
   timeout: 30000 ms
   agent tools: offered
+http:
+  bind: stdio only (serve --http ADDR can still listen)
+  auth: bearer
+  trust network: off
+  extra allowed hosts (0): loopback names only
+  allowed origins (0): any request with an Origin header is rejected
+  token file: /home/u/.config/serverfs/tokens.json
+  limits: request_timeout_ms 120000, max_concurrent_requests 64, shutdown_grace_ms 10000
 workdirs: 2
   docs (slot 03)
     root: /srv/docs

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cli;
-use crate::env::{self, BridgeDefaults};
+use crate::env::{self, PathDefaults};
 use crate::error::{ConfigError, one_line};
 use crate::model::Config;
 use crate::toml_file;
@@ -87,7 +87,7 @@ impl Config {
             }
             ConfigSource::Environment => env::raw_from_env(env)?,
             ConfigSource::Cli(specs) => {
-                let mut raw = env::globals(env, BridgeDefaults::Native)?;
+                let mut raw = env::globals(env, PathDefaults::Native)?;
                 raw.empty_hint = "no --workdir was given".to_owned();
                 for spec in specs {
                     raw.workdirs.push(cli::raw_workdir(spec)?);
@@ -102,9 +102,11 @@ impl Config {
     }
 
     /// Parses and validates a `serverfs.toml` text. Relative workdir paths
-    /// resolve against `base_dir` (the file's directory). The default Bridge
-    /// socket is computed from an empty environment, so it is only usable
-    /// when `[agent] socket` is set; see [`Config::from_toml_str_with_env`].
+    /// and `[http] token_file` resolve against `base_dir` (the file's
+    /// directory). The default Bridge socket and token file are computed
+    /// from an empty environment, so they are only usable when `[agent]
+    /// socket` and `[http] token_file` are set; see
+    /// [`Config::from_toml_str_with_env`].
     ///
     /// # Errors
     ///
@@ -115,7 +117,8 @@ impl Config {
 
     /// As [`Config::from_toml_str`], with `env` supplying `XDG_RUNTIME_DIR`,
     /// `XDG_STATE_HOME` and `HOME` for the default Bridge socket and lock
-    /// directory.
+    /// directory, and `XDG_CONFIG_HOME` and `HOME` for the default token
+    /// file.
     ///
     /// # Errors
     ///

@@ -14,11 +14,12 @@ use serde::Deserialize;
 use toml::de::{DeTable, DeValue};
 
 use crate::agent::AgentMode;
-use crate::env::native_bridge_paths;
+use crate::env::{native_bridge_paths, native_token_file};
 use crate::error::{ConfigError, one_line};
+use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::LogLevel;
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +28,8 @@ struct FileToml {
     server: ServerToml,
     #[serde(default)]
     agent: AgentToml,
+    #[serde(default)]
+    http: HttpToml,
     #[serde(default)]
     workdirs: Vec<WorkdirToml>,
 }
@@ -65,6 +68,22 @@ struct AgentToml {
     socket: Option<PathBuf>,
     timeout_ms: Option<i64>,
     lock_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpToml {
+    // A string, parsed as a socket address by validation so the error can
+    // say what an address looks like.
+    bind: Option<String>,
+    auth: Option<String>,
+    trust_network: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
+    token_file: Option<PathBuf>,
+    request_timeout_ms: Option<i64>,
+    max_concurrent_requests: Option<i64>,
+    shutdown_grace_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -222,6 +241,8 @@ fn into_raw(
         lock_dir: Val::or_default(a.lock_dir, default_lock_dir, "agent.lock_dir"),
     };
 
+    let http = http_table(file.http, base_dir, env)?;
+
     let workdirs = file
         .workdirs
         .into_iter()
@@ -233,15 +254,69 @@ fn into_raw(
         server,
         defaults,
         agent,
+        http,
         workdirs,
         clamp_defaults: false,
         empty_hint: "the configuration file has no [[workdirs]] table".to_owned(),
     })
 }
 
+fn http_table(
+    h: HttpToml,
+    base_dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<RawHttp, ConfigError> {
+    let num = |value: Option<i64>, limit: limits::Limit, name: &str| {
+        Val::or_default(value, limit.default_i64(), format!("http.{name}"))
+    };
+    let auth = h
+        .auth
+        .map(|text| {
+            HttpAuth::parse(&text).ok_or(ConfigError::InvalidValue {
+                key: "http.auth".to_owned(),
+                expected: "one of \"bearer\", \"none\"",
+                got: text,
+            })
+        })
+        .transpose()?;
+    let token_file = h
+        .token_file
+        .map(|path| {
+            resolve_path(&path, base_dir).ok_or_else(|| ConfigError::InvalidValue {
+                key: "http.token_file".to_owned(),
+                expected: "a file path",
+                got: path.display().to_string(),
+            })
+        })
+        .transpose()?;
+    Ok(RawHttp {
+        bind: h.bind.map(|bind| Val::set(bind, "http.bind")),
+        auth: Val::or_default(auth, HttpAuth::default(), "http.auth"),
+        trust_network: Val::or_default(h.trust_network, false, "http.trust_network"),
+        allowed_hosts: Val::or_default(h.allowed_hosts, Vec::new(), "http.allowed_hosts"),
+        allowed_origins: Val::or_default(h.allowed_origins, Vec::new(), "http.allowed_origins"),
+        token_file: Val::or_default(token_file, native_token_file(env), "http.token_file"),
+        request_timeout_ms: num(
+            h.request_timeout_ms,
+            limits::HTTP_REQUEST_TIMEOUT_MS,
+            "request_timeout_ms",
+        ),
+        max_concurrent_requests: num(
+            h.max_concurrent_requests,
+            limits::HTTP_MAX_CONCURRENT_REQUESTS,
+            "max_concurrent_requests",
+        ),
+        shutdown_grace_ms: num(
+            h.shutdown_grace_ms,
+            limits::HTTP_SHUTDOWN_GRACE_MS,
+            "shutdown_grace_ms",
+        ),
+    })
+}
+
 fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, ConfigError> {
     let key = |name: &str| format!("workdirs[{index}].{name}");
-    let root = resolve_root(&w.path, base_dir).ok_or_else(|| ConfigError::InvalidValue {
+    let root = resolve_path(&w.path, base_dir).ok_or_else(|| ConfigError::InvalidValue {
         key: key("path"),
         expected: "a directory path",
         got: w.path.display().to_string(),
@@ -272,9 +347,9 @@ fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, 
 
 /// `path` if absolute, else `base_dir/path`, made absolute against the
 /// current directory if `base_dir` itself is relative. `None` for an empty
-/// path. No symlink is resolved: the root's own kind is checked later by
+/// path. No symlink is resolved: a root's own kind is checked later by
 /// `lstat`, and the kernel opens it with `O_NOFOLLOW`.
-fn resolve_root(path: &Path, base_dir: &Path) -> Option<PathBuf> {
+fn resolve_path(path: &Path, base_dir: &Path) -> Option<PathBuf> {
     if path.as_os_str().is_empty() {
         return None;
     }

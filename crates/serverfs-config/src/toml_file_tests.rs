@@ -4,8 +4,8 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, Config, ConfigError, LogLevel, ServerSettings,
-    WorkdirAlias, WorkdirConfig,
+    AgentMode, AgentRuntime, AgentSettings, Config, ConfigError, HttpAuth, HttpSettings, LogLevel,
+    ServerSettings, WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -42,6 +42,17 @@ fn minimal_file_gets_every_default() {
                 bridge_socket: PathBuf::from("/run/user/1000/serverfs/bridge.sock"),
                 bridge_timeout_ms: 30_000,
                 lock_dir: PathBuf::from("/run/user/1000/serverfs/locks"),
+            },
+            http: HttpSettings {
+                bind: None,
+                auth: HttpAuth::Bearer,
+                trust_network: false,
+                allowed_hosts: Vec::new(),
+                allowed_origins: Vec::new(),
+                token_file: PathBuf::from("/home/u/.config/serverfs/tokens.json"),
+                request_timeout_ms: 120_000,
+                max_concurrent_requests: 64,
+                shutdown_grace_ms: 10_000,
             },
             workdirs: vec![WorkdirConfig::with_defaults(alias("docs"), root)],
         }
@@ -197,11 +208,11 @@ fn unknown_keys_are_refused_at_every_level() {
     let cases = [
         (
             format!("bogus = 1\n{wd}"),
-            "bogus: unknown field `bogus`, expected one of `server`, `agent`, `workdirs` (line 1)",
+            "bogus: unknown field `bogus`, expected one of `server`, `agent`, `http`, `workdirs` (line 1)",
         ),
         (
             format!("[defaults]\nmax_read_lines = 3\n{wd}"),
-            "defaults: unknown field `defaults`, expected one of `server`, `agent`, `workdirs` (line 1)",
+            "defaults: unknown field `defaults`, expected one of `server`, `agent`, `http`, `workdirs` (line 1)",
         ),
         (
             format!("[server]\nlog_level = \"info\"\nfoo = 1\n{wd}"),
@@ -454,7 +465,7 @@ fn key_paths_quote_non_bare_keys() {
     let fx = Fixture::new();
     assert_eq!(
         message(fx.toml("\"odd key\" = 1\n")),
-        "\"odd key\": unknown field `odd key`, expected one of `server`, `agent`, `workdirs` (line 1)"
+        "\"odd key\": unknown field `odd key`, expected one of `server`, `agent`, `http`, `workdirs` (line 1)"
     );
 }
 
@@ -496,10 +507,16 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
         }
     );
     assert_eq!(config.server, ServerSettings::default());
+    // No environment here, so the default token file stays relative.
+    assert_eq!(
+        config.http,
+        HttpSettings::with_defaults(PathBuf::from("serverfs/tokens.json"))
+    );
     for (header, section) in [
         ("", ""),
         ("[server]", "server"),
         ("[agent]", "agent"),
+        ("[http]", "http"),
         ("[[workdirs]]", "workdirs"),
     ] {
         let keys = accepted_keys(header);

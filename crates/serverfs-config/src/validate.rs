@@ -1,26 +1,30 @@
 //! The rules every source must satisfy, checked once on the raw values.
 //!
 //! Checks run in a fixed order (server settings, workdir defaults, agent
-//! settings, then each workdir in configuration order) and the first failure
-//! is reported, so the same configuration always gives the same message.
+//! settings, HTTP settings, then each workdir in configuration order) and
+//! the first failure is reported, so the same configuration always gives
+//! the same message.
 //! Nothing here has side effects besides `lstat` on each root.
 
 use std::fs;
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
 use crate::error::{ConfigError, RootProblem, one_line};
+use crate::http::{self, HttpSettings};
 use crate::limits::{self, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawServer, RawWorkdir, Val};
+use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
 
 /// Turns raw values from any source into a validated [`Config`].
 pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let server = server_settings(&raw.server, raw.clamp_defaults)?;
     let defaults = workdir_defaults(&raw.defaults)?;
     let agent = agent_settings(&raw.agent)?;
+    let http = http_settings(&raw.http)?;
 
     if raw.workdirs.is_empty() {
         return Err(ConfigError::NoWorkdirs {
@@ -57,6 +61,7 @@ pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     Ok(Config {
         server,
         agent,
+        http,
         workdirs,
     })
 }
@@ -242,6 +247,82 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
         bridge_socket: raw.socket.value.clone(),
         bridge_timeout_ms,
         lock_dir: raw.lock_dir.value.clone(),
+    })
+}
+
+fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
+    let bind = raw
+        .bind
+        .as_ref()
+        .map(|bind| {
+            bind.value
+                .parse::<SocketAddr>()
+                .map_err(|_| ConfigError::InvalidValue {
+                    key: bind.key.clone(),
+                    expected: "an IP address and port, such as 127.0.0.1:8080 or [::1]:8080",
+                    got: bind.value.clone(),
+                })
+        })
+        .transpose()?;
+    if let Some(host) = raw
+        .allowed_hosts
+        .value
+        .iter()
+        .find(|host| !http::is_valid_host(host))
+    {
+        return Err(ConfigError::InvalidValue {
+            key: raw.allowed_hosts.key.clone(),
+            expected: "host names or name:port values (not empty, no '/' or whitespace)",
+            got: host.clone(),
+        });
+    }
+    if let Some(origin) = raw
+        .allowed_origins
+        .value
+        .iter()
+        .find(|origin| !http::is_valid_origin(origin))
+    {
+        return Err(ConfigError::InvalidValue {
+            key: raw.allowed_origins.key.clone(),
+            expected: "origins such as https://host, http://host:port, http://host:* or null \
+                       (no path, no trailing '/')",
+            got: origin.clone(),
+        });
+    }
+    let request_timeout_ms = bounded(&raw.request_timeout_ms, limits::HTTP_REQUEST_TIMEOUT_MS)?;
+    let max_concurrent_requests = bounded_u32(
+        &raw.max_concurrent_requests,
+        limits::HTTP_MAX_CONCURRENT_REQUESTS,
+    )?;
+    let shutdown_grace_ms = bounded(&raw.shutdown_grace_ms, limits::HTTP_SHUTDOWN_GRACE_MS)?;
+    // A configured listener is checked now, so `check-config` reports the
+    // same refusal `serve` would; a `--http` address is checked at serve
+    // time by `HttpSettings::effective`.
+    if let Some(bind) = bind {
+        http::check_auth_bind(
+            bind,
+            raw.auth.value,
+            raw.trust_network.value,
+            &raw.auth.key,
+            &raw.trust_network.key,
+        )?;
+        http::check_token_file(
+            raw.auth.value,
+            &raw.token_file.value,
+            &raw.token_file.key,
+            &raw.auth.key,
+        )?;
+    }
+    Ok(HttpSettings {
+        bind,
+        auth: raw.auth.value,
+        trust_network: raw.trust_network.value,
+        allowed_hosts: raw.allowed_hosts.value.clone(),
+        allowed_origins: raw.allowed_origins.value.clone(),
+        token_file: raw.token_file.value.clone(),
+        request_timeout_ms,
+        max_concurrent_requests,
+        shutdown_grace_ms,
     })
 }
 

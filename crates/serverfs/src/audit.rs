@@ -28,6 +28,9 @@ pub struct AuditFields {
     pub workdir: Option<String>,
     /// Normalized path, once parsed.
     pub path: Option<String>,
+    /// Name of the bearer token that authenticated the call (HTTP only;
+    /// never the token itself).
+    pub token_name: Option<String>,
     /// Entries or matches returned.
     pub returned: Option<u64>,
     /// More entries follow.
@@ -83,7 +86,11 @@ impl AuditRecord {
         // Milliseconds with one decimal, from a monotonic clock.
         let duration_ms = (self.started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
         let all = self.fields.into_inner().unwrap_or_else(|e| e.into_inner());
-        let (workdir, path) = (all.workdir.clone(), all.path.clone());
+        let (workdir, path, token_name) = (
+            all.workdir.clone(),
+            all.path.clone(),
+            all.token_name.clone(),
+        );
         let c = if error.is_none() {
             all
         } else {
@@ -94,6 +101,7 @@ impl AuditRecord {
             tool = self.tool,
             workdir = workdir.as_deref(),
             path = path.as_deref(),
+            token_name = token_name.as_deref(),
             success = error.is_none(),
             error_code = error.map(ErrorCode::as_str),
             duration_ms,

@@ -1,17 +1,19 @@
 //! Command line: `serverfs serve` and `serverfs check-config`.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use rmcp::ServiceExt;
-use serverfs_config::{Config, select_source};
+use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
 use crate::mcp::ServerFs;
 use crate::service::{FileService, NoLease, WorkdirRegistry};
+use crate::tokens::TokenStore;
 
 /// Exit status for configuration and start-up errors.
 const EXIT_CONFIG: u8 = 2;
@@ -32,56 +34,225 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (stdout carries only protocol frames; logs go
-    /// to stderr as JSON lines).
-    Serve(ConfigArgs),
+    /// Serve MCP over stdio (default; stdout carries only protocol frames)
+    /// or, with --http, over Streamable HTTP at /mcp. Logs go to stderr as
+    /// JSON lines.
+    Serve(ServeArgs),
     /// Validate the configuration and print every workdir's effective
     /// policy, then exit (0 when valid, 2 otherwise).
     CheckConfig(ConfigArgs),
+    /// Read-only health checks with OK/WARN/FAIL lines (exit 0 clean, 1 on
+    /// any FAIL, 2 when the configuration cannot be parsed).
+    Doctor(DoctorArgs),
+    /// Manage the bearer tokens of the HTTP transport.
+    Token(TokenArgs),
 }
 
 #[derive(Debug, Args)]
-struct ConfigArgs {
+struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8765)
+    /// instead of stdio; overrides [http] bind.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With --http: create a bearer token with this name, print it once
+    /// with the URL, then serve (a quick start; use `serverfs token create`
+    /// otherwise).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    new_token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    /// Check this HTTP bind address instead of [http] bind.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+struct TokenArgs {
+    #[command(subcommand)]
+    action: TokenAction,
+    /// The token file. Default: $SERVERFS_TOKEN_FILE, else the [http]
+    /// token_file of the configuration given by --config / --workdir.
+    #[arg(long, value_name = "FILE", global = true)]
+    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Create a token and print it once (only its hash is stored).
+    Create {
+        /// A name for the token (shown in the audit log).
+        name: String,
+    },
+    /// List token names and creation times (never the tokens).
+    List,
+    /// Revoke the token with this name.
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
     /// Configuration file (serverfs.toml). Without it, --workdir specs or
     /// the WORKDIR_NN_* environment variables configure the workdirs.
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// A workdir as ALIAS=PATH, read-only unless suffixed with :rw
     /// (repeatable).
     #[arg(long = "workdir", value_name = "ALIAS=PATH[:rw]")]
-    workdirs: Vec<String>,
+    pub(crate) workdirs: Vec<String>,
 }
 
 /// Runs the command line and returns the process exit status.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let (args, serve) = match cli.command {
-        Command::Serve(args) => (args, true),
-        Command::CheckConfig(args) => (args, false),
-    };
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let loaded = load(&args, &env);
-    let (config, registry) = match loaded {
+    match cli.command {
+        Command::Serve(args) => serve(&args, &env),
+        Command::CheckConfig(args) => match load(&args, &env) {
+            Ok((config, _)) => {
+                print!("{}", config.policy_report());
+                ExitCode::SUCCESS
+            }
+            Err(reason) => config_error(&reason),
+        },
+        Command::Doctor(args) => crate::doctor::run(&args, &env),
+        Command::Token(args) => token(&args, &env),
+    }
+}
+
+/// One line, no backtrace: operators grep for it.
+fn config_error(reason: &str) -> ExitCode {
+    eprintln!("serverfs: configuration error: {reason}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
+    let (config, registry) = match load(&args.config, env) {
         Ok(loaded) => loaded,
-        Err(reason) => {
-            // One line, no backtrace: operators grep for it.
-            eprintln!("serverfs: configuration error: {reason}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(reason) => return config_error(&reason),
     };
-    if !serve {
-        print!("{}", config.policy_report());
-        return ExitCode::SUCCESS;
+    let http = match args.http.or(config.http.bind) {
+        Some(bind) => match config.http.effective(Some(bind)) {
+            Ok(http) => Some(http),
+            Err(e) => return config_error(&e.to_string()),
+        },
+        None => None,
+    };
+    if let Some(http) = http.as_ref().filter(|h| h.auth == HttpAuth::Bearer) {
+        // Fail closed at start-up (exit 2) rather than at the first
+        // request: an unreadable, malformed or shared token file.
+        if let Err(reason) = TokenStore::new(http.token_file.clone()).entries() {
+            return config_error(&reason);
+        }
+    }
+    if let (Some(http), Some(name)) = (&http, &args.new_token) {
+        match TokenStore::new(http.token_file.clone()).create(name) {
+            // Printed before logging starts, for the person at the
+            // terminal; this is the only time the token is ever shown.
+            Ok(token) => eprintln!(
+                "serverfs: serving http://{}/mcp\nserverfs: bearer token {name:?} (shown once): {token}",
+                http.bind
+            ),
+            Err(reason) => return config_error(&reason),
+        }
     }
     crate::logging::init(config.server.log_level.as_str());
-    log_startup(&config);
+    log_startup(&config, if http.is_some() { "http" } else { "stdio" });
     // The Bridge's writer-lease reader arrives with the agent tools; until
     // then no agent can hold a lease, so mutations need none.
     let files = FileService::new(registry, config.server.clone(), Arc::new(NoLease));
-    match serve_stdio(files, config.server.max_walk_entries) {
+    let largest_binary_cap = config
+        .workdirs
+        .iter()
+        .filter(|w| w.binary_transfer)
+        .map(|w| w.max_binary_transfer_bytes)
+        .max();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(event = "serve_failed", reason = %e);
+            return ExitCode::FAILURE;
+        }
+    };
+    let cleanup_budget = config.server.max_walk_entries;
+    let outcome = runtime.block_on(async move {
+        files.spawn_stale_temp_cleanup(cleanup_budget);
+        let server = ServerFs::new(files);
+        match http {
+            Some(http) => crate::http::serve(server, http, largest_binary_cap).await,
+            None => serve_stdio(server).await,
+        }
+    });
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
             tracing::error!(event = "serve_failed", reason = %reason);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
+    let path = match &args.token_file {
+        Some(path) => path.clone(),
+        None => match env.get("SERVERFS_TOKEN_FILE").filter(|p| !p.is_empty()) {
+            Some(path) => PathBuf::from(path),
+            None => match load(&args.config, env) {
+                Ok((config, _)) => config.http.token_file.clone(),
+                Err(reason) => {
+                    return config_error(&format!(
+                        "{reason} (the token commands need --token-file, SERVERFS_TOKEN_FILE or a configuration)"
+                    ));
+                }
+            },
+        },
+    };
+    let store = TokenStore::new(path);
+    let outcome = match &args.action {
+        TokenAction::Create { name } => store.create(name).map(|token| {
+            println!("{token}");
+            eprintln!(
+                "serverfs: token {name:?} created in {}; it is shown only now",
+                store.path().display()
+            );
+        }),
+        TokenAction::List => store.entries().map(|entries| {
+            for entry in entries {
+                println!(
+                    "{}\tcreated {}",
+                    entry.name,
+                    serverfs_fs::rfc3339_seconds(
+                        i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
+                    )
+                );
+            }
+        }),
+        TokenAction::Revoke { name } => match store.revoke(name) {
+            Ok(true) => {
+                eprintln!("serverfs: token {name:?} revoked");
+                Ok(())
+            }
+            Ok(false) => Err(format!("no token named {name:?}")),
+            Err(e) => Err(e),
+        },
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(reason) => {
+            eprintln!("serverfs: {reason}");
             ExitCode::FAILURE
         }
     }
@@ -106,7 +277,7 @@ fn load(
 
 /// `SERVERFS_FS_RESOLVER=walk` forces the `O_NOFOLLOW` walker instead of
 /// `openat2` (a diagnostic switch; `auto` is the default).
-fn resolver_from_env(env: &BTreeMap<String, String>) -> Result<Resolver, String> {
+pub(crate) fn resolver_from_env(env: &BTreeMap<String, String>) -> Result<Resolver, String> {
     match env.get("SERVERFS_FS_RESOLVER").map(|s| s.trim()) {
         None | Some("") | Some("auto") => Ok(Resolver::Auto),
         Some("walk") => Ok(Resolver::Walk),
@@ -116,34 +287,27 @@ fn resolver_from_env(env: &BTreeMap<String, String>) -> Result<Resolver, String>
     }
 }
 
-fn log_startup(config: &Config) {
+fn log_startup(config: &Config, transport: &'static str) {
     let read_write = config.workdirs.iter().filter(|w| !w.read_only).count();
     tracing::info!(
         event = "startup",
         version = env!("CARGO_PKG_VERSION"),
-        transport = "stdio",
+        transport,
         workdirs = config.workdirs.len(),
         read_write_workdirs = read_write,
         openat2 = serverfs_fs::openat2_available(),
     );
 }
 
-fn serve_stdio(files: FileService, cleanup_budget: u64) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    runtime.block_on(async {
-        files.spawn_stale_temp_cleanup(cleanup_budget);
-        let service = ServerFs::new(files)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("MCP initialization failed: {e}"))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| format!("MCP service stopped: {e}"))?;
-        tracing::info!(event = "shutdown", reason = "client closed the connection");
-        Ok(())
-    })
+async fn serve_stdio(server: ServerFs) -> Result<(), String> {
+    let service = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("MCP initialization failed: {e}"))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| format!("MCP service stopped: {e}"))?;
+    tracing::info!(event = "shutdown", reason = "client closed the connection");
+    Ok(())
 }

@@ -12,8 +12,11 @@
 
 mod audit;
 mod cli;
+mod doctor;
+mod http;
 mod logging;
 mod mcp;
 mod service;
+mod tokens;
 
 pub use cli::run;

@@ -20,6 +20,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 
 use crate::audit::AuditRecord;
+use crate::http::TokenName;
 use crate::service::{Download, FileService};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -55,10 +56,12 @@ impl ServerFs {
     }
 
     /// Runs one listed tool; `None` for a name that is not listed.
+    /// `token_name` names the bearer token of an HTTP call, for the audit.
     async fn dispatch(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
+        token_name: Option<String>,
     ) -> Option<Result<CallToolResult, ToolError>> {
         let tool = self.tools.iter().find(|t| t.name == name)?;
         let tool = ToolName::ALL
@@ -66,6 +69,7 @@ impl ServerFs {
             .copied()
             .find(|t| t.as_str() == tool.name)?;
         let audit = AuditRecord::start(tool.as_str());
+        audit.set(|a| a.token_name = token_name);
         let files = &self.files;
         let a = &audit;
         let outcome = match tool {
@@ -118,9 +122,18 @@ impl ServerHandler for ServerFs {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match self.dispatch(&request.name, request.arguments).await {
+        // Over HTTP, the auth layer recorded which token was used.
+        let token_name = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<TokenName>())
+            .map(|name| name.0.clone());
+        match self
+            .dispatch(&request.name, request.arguments, token_name)
+            .await
+        {
             Some(outcome) => Ok(outcome
                 .unwrap_or_else(ToolError::into_call_tool_result)
                 .into()),

@@ -1,0 +1,588 @@
+//! `serverfs doctor`: read-only health checks for the operator.
+//!
+//! Every check prints one line to stdout, `OK   <check>: <detail>`,
+//! `WARN <check>: <detail>` or `FAIL <check>: <detail>`, and a summary line
+//! closes the report. Exit status: 0 without any FAIL (warnings allowed), 1
+//! with at least one, 2 when the configuration cannot be parsed (then the
+//! usual one line `serverfs: configuration error: …` goes to stderr and
+//! nothing to stdout).
+//!
+//! Nothing is modified: the write capability of a read-write workdir is
+//! probed with `access(W_OK|X_OK)`, the HTTP address is bound and released
+//! at once, the token file is only read. The report is for the operator's
+//! terminal and names host paths, but never a token, a token hash, a secret
+//! or any file's content (ARCHITECTURE.md §1 invariant 9).
+//!
+//! A workdir root that is missing, a symbolic link or not a directory is a
+//! configuration error for every other command; doctor reports it as a
+//! FAIL line for that workdir (exit 1) instead, since finding such problems
+//! is what it is for. Loading stops at the first such root, so the checks
+//! that need the whole configuration are skipped, and a WARN line says so.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::io::{ErrorKind, Write as _};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::process::ExitCode;
+
+use rustix::fs::Access;
+use serverfs_config::{
+    Config, ConfigError, ConfigSource, HttpAuth, SlotProblem, WorkdirConfig, select_source,
+};
+use serverfs_fs::{PathPolicy, RelPath, Resolver, Workdir};
+use sha2::{Digest, Sha256};
+
+use crate::cli::DoctorArgs;
+use crate::tokens::{TokenStore, check_private};
+
+/// Exit status when at least one check failed.
+const EXIT_FAILED: u8 = 1;
+/// Exit status when the configuration cannot be parsed.
+const EXIT_CONFIG: u8 = 2;
+
+/// Runs the checks, prints the report and returns the exit status.
+pub fn run(args: &DoctorArgs, env: &BTreeMap<String, String>) -> ExitCode {
+    let resolver = match crate::cli::resolver_from_env(env) {
+        Ok(resolver) => resolver,
+        Err(reason) => return config_error(&reason),
+    };
+    let source = match select_source(args.config.config.clone(), &args.config.workdirs, env) {
+        Ok(source) => source,
+        Err(e) => return config_error(&e.to_string()),
+    };
+    // With --config, --workdir specs are extra workdirs (as for `serve`).
+    let extra: &[String] = if args.config.config.is_some() {
+        &args.config.workdirs
+    } else {
+        &[]
+    };
+    let loaded = match Config::load(&source, extra, env) {
+        Ok(config) => Ok(config),
+        Err(e) => match root_failure(&e) {
+            Some(failure) => Err(failure),
+            None => return config_error(&e.to_string()),
+        },
+    };
+
+    let mut report = Report::default();
+    match &loaded {
+        Ok(config) => {
+            report.ok(
+                "configuration",
+                format!(
+                    "{}, {}",
+                    describe_source(&source, extra.len()),
+                    plural(config.workdirs.len(), "workdir", "workdirs")
+                ),
+            );
+            for workdir in &config.workdirs {
+                check_workdir(&mut report, workdir, resolver);
+            }
+        }
+        Err((check, detail)) => {
+            report.fail(check, detail);
+            report.warn(
+                "configuration",
+                format!(
+                    "{}: loading stopped at this root, so the other workdirs, HTTP and the \
+                     Agent Bridge were not checked; fix it and run doctor again",
+                    describe_source(&source, extra.len())
+                ),
+            );
+        }
+    }
+    check_confinement(&mut report, resolver);
+    if let Ok(config) = &loaded {
+        check_http(&mut report, config, args.http);
+        check_bridge(&mut report, config);
+    }
+    report.finish()
+}
+
+/// One line on stderr, exit 2, as every command reports configuration
+/// errors.
+fn config_error(reason: &str) -> ExitCode {
+    eprintln!("serverfs: configuration error: {}", one_line(reason));
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// A configuration error that is a problem of one workdir's root (missing,
+/// a symbolic link, not a directory, not inspectable), as a check name and
+/// detail; None for every other error.
+fn root_failure(error: &ConfigError) -> Option<(String, String)> {
+    match error {
+        ConfigError::InvalidRoot {
+            key,
+            alias,
+            path,
+            problem,
+        } => Some((
+            format!("workdir {alias} root"),
+            format!("{path:?} {problem} ({key})"),
+        )),
+        ConfigError::Slot {
+            slot,
+            alias,
+            problem:
+                SlotProblem::MissingRoot
+                | SlotProblem::NotADirectory
+                | SlotProblem::Symlink
+                | SlotProblem::Inaccessible(_),
+            ..
+        } => {
+            let name = alias
+                .clone()
+                .unwrap_or_else(|| format!("WORKDIR_{slot:02}"));
+            Some((format!("workdir {name} root"), error.to_string()))
+        }
+        _ => None,
+    }
+}
+
+fn describe_source(source: &ConfigSource, extra: usize) -> String {
+    let base = match source {
+        ConfigSource::Toml(path) => format!("TOML file {path:?}"),
+        ConfigSource::Environment => "environment variables (WORKDIR_NN_* slots)".to_owned(),
+        ConfigSource::Cli(specs) => plural(specs.len(), "--workdir spec", "--workdir specs"),
+    };
+    if extra == 0 {
+        base
+    } else {
+        format!(
+            "{base} plus {}",
+            plural(extra, "--workdir spec", "--workdir specs")
+        )
+    }
+}
+
+/// Root kind, confined open, a policy-filtered listing and the write
+/// capability of one workdir. Later checks are skipped once one fails.
+fn check_workdir(report: &mut Report, workdir: &WorkdirConfig, resolver: Resolver) {
+    let alias = workdir.alias.as_str();
+    let root = &workdir.root;
+    let access = if workdir.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+
+    let check = format!("workdir {alias} root");
+    match std::fs::symlink_metadata(root) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return report.fail(&check, format!("{root:?} does not exist"));
+        }
+        Err(e) => return report.fail(&check, format!("{root:?} cannot be inspected: {e}")),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return report.fail(
+                &check,
+                format!("{root:?} is a symbolic link (the root must be a real directory)"),
+            );
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return report.fail(&check, format!("{root:?} is not a directory"));
+        }
+        Ok(_) => report.ok(&check, format!("{root:?} is a directory ({access})")),
+    }
+
+    let check = format!("workdir {alias} open");
+    let policy = match PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny) {
+        Ok(policy) => policy,
+        Err(e) => return report.fail(&check, format!("invalid deny glob: {e}")),
+    };
+    let fs = match Workdir::open(root, policy, resolver) {
+        Ok(fs) => fs,
+        Err(e) => {
+            return report.fail(
+                &check,
+                format!("the confined kernel cannot open the root: {e}"),
+            );
+        }
+    };
+    report.ok(&check, "the confined kernel opens the root");
+
+    let check = format!("workdir {alias} list");
+    match fs.list_directory(&RelPath::root(), 0, 1) {
+        Ok(_) => report.ok(&check, "the root can be listed (policy-filtered, limit 1)"),
+        Err(e) => return report.fail(&check, format!("the root cannot be listed: {e}")),
+    }
+
+    // access(2) decides on the process's identity and the mount flags
+    // (EROFS) without creating anything.
+    let check = format!("workdir {alias} write");
+    let writable =
+        rustix::fs::access(root, Access::WRITE_OK | Access::EXEC_OK).map_err(std::io::Error::from);
+    match (workdir.read_only, writable) {
+        (false, Ok(())) => report.ok(
+            &check,
+            "the root is writable (probed with access, nothing written)",
+        ),
+        (false, Err(e)) => report.fail(
+            &check,
+            format!("read-write workdir, but this process cannot write to the root: {e}"),
+        ),
+        (true, Ok(())) => report.warn(
+            &check,
+            "read-only workdir, but this process could write to the root: a read-only mount \
+             or directory permissions add defence in depth",
+        ),
+        (true, Err(_)) => report.ok(
+            &check,
+            "read-only workdir, and the root is not writable by this process",
+        ),
+    }
+}
+
+fn check_confinement(report: &mut Report, resolver: Resolver) {
+    const CHECK: &str = "kernel confinement";
+    match resolver {
+        Resolver::Walk => report.warn(
+            CHECK,
+            "SERVERFS_FS_RESOLVER=walk: the O_NOFOLLOW walker is used (still confined)",
+        ),
+        Resolver::Auto if serverfs_fs::openat2_available() => {
+            report.ok(CHECK, "openat2 (RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS)");
+        }
+        Resolver::Auto => report.warn(
+            CHECK,
+            "openat2 unavailable: the O_NOFOLLOW walker is used (still confined)",
+        ),
+    }
+}
+
+/// The HTTP transport, when a bind address is configured or given with
+/// `--http`: the authentication rule, the address, the token file.
+fn check_http(report: &mut Report, config: &Config, cli_bind: Option<SocketAddr>) {
+    let Some(bind) = cli_bind.or(config.http.bind) else {
+        return report.ok("http", "no HTTP bind address configured: stdio only");
+    };
+    let from = if cli_bind.is_some() {
+        "--http"
+    } else {
+        "the configuration"
+    };
+    let effective = match config.http.effective(cli_bind) {
+        Ok(http) => {
+            report.ok("http settings", format!("listener {bind} (from {from})"));
+            Some(http)
+        }
+        Err(e) => {
+            report.fail("http settings", e.to_string());
+            None
+        }
+    };
+
+    // Bound and released at once: only whether `serve` could bind it now.
+    match TcpListener::bind(bind) {
+        Ok(listener) => {
+            drop(listener);
+            let detail = if bind.port() == 0 {
+                format!("{bind} can be bound (port 0: the system picks a free port)")
+            } else {
+                format!("{bind} is free")
+            };
+            report.ok("http bind", detail);
+        }
+        Err(e) if e.kind() == ErrorKind::AddrInUse => {
+            report.fail("http bind", format!("{bind} is in use by another process"));
+        }
+        Err(e) => report.fail("http bind", format!("{bind} cannot be bound: {e}")),
+    }
+
+    let Some(http) = effective else {
+        return;
+    };
+    match http.auth {
+        HttpAuth::Bearer => {
+            report.ok("http auth", "bearer tokens");
+            check_token_file(report, &http.token_file);
+        }
+        HttpAuth::None if http.bind.ip().to_canonical().is_loopback() => {
+            report.ok("http auth", "none, on a loopback address");
+        }
+        HttpAuth::None => report.warn(
+            "http auth",
+            format!(
+                "none on {bind} (trust_network): anyone who can reach this address can use \
+                 every workdir"
+            ),
+        ),
+    }
+}
+
+/// The bearer token file: private, parseable, not empty. Reports the
+/// number of tokens, never a token, hash or name.
+fn check_token_file(report: &mut Report, path: &Path) {
+    const CHECK: &str = "http token file";
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return report.warn(
+                CHECK,
+                format!("{path:?} does not exist: no tokens yet: run serverfs token create NAME"),
+            );
+        }
+        Err(e) => return report.fail(CHECK, format!("{path:?} cannot be inspected: {e}")),
+    };
+    if let Err(reason) = check_private(path, &meta) {
+        let detail = if meta.file_type().is_file() {
+            format!(
+                "{path:?} is world/group accessible (mode {:03o}; chmod 600)",
+                meta.permissions().mode() & 0o777
+            )
+        } else {
+            reason
+        };
+        return report.fail(CHECK, detail);
+    }
+    match TokenStore::new(path.to_path_buf()).entries() {
+        Ok(entries) if entries.is_empty() => report.warn(
+            CHECK,
+            format!("{path:?} holds no tokens: run serverfs token create NAME"),
+        ),
+        Ok(entries) => report.ok(
+            CHECK,
+            format!(
+                "{path:?} is private and holds {}",
+                plural(entries.len(), "token", "tokens")
+            ),
+        ),
+        // The store's own message may quote a fragment of the file (a
+        // serde message can echo a value, e.g. a hash), so describe the
+        // problem here without it.
+        Err(_) => report.fail(CHECK, describe_unreadable_tokens(path)),
+    }
+}
+
+fn describe_unreadable_tokens(path: &Path) -> String {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => return format!("{path:?} cannot be read: {e}"),
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Err(e) => format!(
+            "{path:?} is malformed: not valid JSON (line {}, column {})",
+            e.line(),
+            e.column()
+        ),
+        Ok(_) => format!("{path:?} is malformed: not a version 1 token file"),
+    }
+}
+
+/// The Agent Bridge's socket directory, lock directory and the lock
+/// artifact of every agent-enabled workdir.
+fn check_bridge(report: &mut Report, config: &Config) {
+    let agent = &config.agent;
+    if !agent.bridge_enabled {
+        return report.ok("agent bridge", "agent bridge disabled");
+    }
+    let socket = &agent.bridge_socket;
+    match socket.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => check_shared_dir(report, "agent bridge socket directory", parent),
+        None => report.fail(
+            "agent bridge socket directory",
+            format!("{socket:?} has no parent directory"),
+        ),
+    }
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            report.ok("agent bridge socket", format!("{socket:?} exists"));
+        }
+        Ok(_) => report.fail(
+            "agent bridge socket",
+            format!("{socket:?} exists but is not a socket"),
+        ),
+        Err(e) if e.kind() == ErrorKind::NotFound => report.warn(
+            "agent bridge socket",
+            format!("{socket:?} does not exist: is the Agent Bridge running?"),
+        ),
+        Err(e) => report.fail(
+            "agent bridge socket",
+            format!("{socket:?} cannot be inspected: {e}"),
+        ),
+    }
+    check_shared_dir(report, "agent lock directory", &agent.lock_dir);
+
+    let mut any = false;
+    for workdir in config.workdirs.iter().filter(|w| w.agent_mode.is_enabled()) {
+        any = true;
+        let check = format!("workdir {} lock", workdir.alias);
+        let artifact = agent.lock_dir.join(format!("{}.lock", lock_stem(workdir)));
+        match std::fs::symlink_metadata(&artifact) {
+            Ok(meta) if meta.file_type().is_file() => {
+                report.ok(&check, format!("{artifact:?} exists"));
+            }
+            Ok(_) => report.fail(&check, format!("{artifact:?} is not a regular file")),
+            Err(e) if e.kind() == ErrorKind::NotFound => report.fail(
+                &check,
+                format!(
+                    "{artifact:?} does not exist: mutations are refused until the Agent Bridge \
+                     creates it"
+                ),
+            ),
+            Err(e) => report.fail(&check, format!("{artifact:?} cannot be inspected: {e}")),
+        }
+    }
+    if !any {
+        report.warn(
+            "agent bridge",
+            "enabled, but no workdir enables agents: the agent tools are not offered",
+        );
+    }
+}
+
+/// A directory both processes use: it must exist and not be writable by
+/// everyone (anyone could plant a socket or lock file there).
+fn check_shared_dir(report: &mut Report, check: &str, dir: &Path) {
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            report.fail(check, format!("{dir:?} does not exist"));
+        }
+        Err(e) => report.fail(check, format!("{dir:?} cannot be inspected: {e}")),
+        Ok(meta) if !meta.is_dir() => report.fail(check, format!("{dir:?} is not a directory")),
+        Ok(meta) if meta.permissions().mode() & 0o002 != 0 => report.fail(
+            check,
+            format!(
+                "{dir:?} is world-writable (mode {:03o}): use a private directory",
+                meta.permissions().mode() & 0o7777
+            ),
+        ),
+        Ok(_) => report.ok(check, format!("{dir:?} is a directory, not world-writable")),
+    }
+}
+
+/// The writer-lease artifact stem (spec §10.2): the slot number `NN` for
+/// an environment slot, else the first 40 hex digits of the SHA-256 of
+/// `alias:<alias>`.
+fn lock_stem(workdir: &WorkdirConfig) -> String {
+    match workdir.legacy_slot {
+        Some(slot) => format!("{slot:02}"),
+        None => alias_stem(workdir.alias.as_str()),
+    }
+}
+
+fn alias_stem(alias: &str) -> String {
+    let digest = Sha256::digest(format!("alias:{alias}").as_bytes());
+    let mut hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    hex.truncate(40);
+    hex
+}
+
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// Keeps every report line one line: control characters (a newline in a
+/// path or an OS message) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// The lines printed so far, counted by level.
+#[derive(Debug, Default)]
+struct Report {
+    ok: usize,
+    warnings: usize,
+    failures: usize,
+}
+
+impl Report {
+    fn ok(&mut self, check: &str, detail: impl Display) {
+        self.line(Level::Ok, check, detail);
+    }
+
+    fn warn(&mut self, check: &str, detail: impl Display) {
+        self.line(Level::Warn, check, detail);
+    }
+
+    fn fail(&mut self, check: &str, detail: impl Display) {
+        self.line(Level::Fail, check, detail);
+    }
+
+    fn line(&mut self, level: Level, check: &str, detail: impl Display) {
+        let tag = match level {
+            Level::Ok => {
+                self.ok += 1;
+                "OK  "
+            }
+            Level::Warn => {
+                self.warnings += 1;
+                "WARN"
+            }
+            Level::Fail => {
+                self.failures += 1;
+                "FAIL"
+            }
+        };
+        let text = one_line(&format!("{tag} {check}: {detail}"));
+        // A closed stdout (`doctor | head -1`) must not panic; the exit
+        // status still tells the outcome.
+        let _ = writeln!(std::io::stdout(), "{text}");
+    }
+
+    fn finish(self) -> ExitCode {
+        let _ = writeln!(
+            std::io::stdout(),
+            "doctor: {} ok, {} warnings, {} failures",
+            self.ok,
+            self.warnings,
+            self.failures
+        );
+        if self.failures == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_stem_matches_the_spec_example() {
+        assert_eq!(
+            alias_stem("repo"),
+            "255b6be1a22d261f7c81e80e37b195e16c9212de"
+        );
+    }
+
+    #[test]
+    fn slot_workdirs_use_the_slot_number() {
+        let alias = serverfs_config::WorkdirAlias::new("docs").unwrap();
+        let mut workdir = WorkdirConfig::with_defaults(alias, "/srv/docs".into());
+        assert_eq!(lock_stem(&workdir), alias_stem("docs"));
+        workdir.legacy_slot = Some(3);
+        assert_eq!(lock_stem(&workdir), "03");
+    }
+
+    #[test]
+    fn lines_stay_single() {
+        assert_eq!(one_line("a\nb\r\tc"), "a b  c");
+    }
+
+    #[test]
+    fn root_problems_become_workdir_failures() {
+        let error = ConfigError::InvalidRoot {
+            key: "workdirs[0].path".to_owned(),
+            alias: "docs".to_owned(),
+            path: "/nowhere".into(),
+            problem: serverfs_config::RootProblem::Missing,
+        };
+        let (check, detail) = root_failure(&error).unwrap();
+        assert_eq!(check, "workdir docs root");
+        assert!(detail.contains("does not exist"), "{detail}");
+        assert!(root_failure(&ConfigError::NoSource).is_none());
+    }
+}

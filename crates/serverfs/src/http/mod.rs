@@ -1,0 +1,133 @@
+//! MCP over Streamable HTTP: rmcp's service at `/mcp` inside axum, plus
+//! `GET /healthz`.
+//!
+//! Layers, outermost first: a bound on concurrent requests, a per-request
+//! timeout (on producing the response; event streams then flow freely),
+//! bearer authentication on `/mcp`, and rmcp's own checks — the `Host`
+//! allowlist and `Origin` validation against DNS rebinding, and the request
+//! body limit (sized to the largest enabled binary transfer). Both protocol
+//! eras are served: the legacy handshake with `Mcp-Session-Id` sessions,
+//! and the stateless current era, which rmcp negotiates per request.
+//!
+//! Shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests
+//! finish for up to the grace period, then close the remaining sessions
+//! and event streams and return.
+
+mod auth;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serverfs_config::{EffectiveHttp, HttpAuth};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::ServerFs;
+use crate::tokens::TokenStore;
+
+pub use auth::TokenName;
+
+/// The body limit rmcp applies by default; raised to fit binary uploads.
+const MIN_BODY_BYTES: usize = 4 << 20;
+/// Room for the JSON-RPC envelope around a base64 payload.
+const ENVELOPE_BYTES: usize = 64 << 10;
+
+/// Host names always allowed: the loopback names.
+const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+/// Serves `server` over HTTP until SIGTERM or SIGINT.
+pub async fn serve(
+    server: ServerFs,
+    http: EffectiveHttp,
+    largest_binary_cap: Option<u64>,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(http.bind)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", http.bind))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let sessions = CancellationToken::new();
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    hosts.extend(http.allowed_hosts.iter().cloned());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(http.allowed_origins.clone())
+        // With no configured origin, any present Origin is refused: a
+        // browser page has no business talking to this server.
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(body_limit(largest_binary_cap))
+        .with_cancellation_token(sessions.clone());
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let tokens = match http.auth {
+        HttpAuth::Bearer => Some(Arc::new(TokenStore::new(http.token_file.clone()))),
+        HttpAuth::None => None,
+    };
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .nest_service("/mcp", auth::layer(tokens, mcp))
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(axum::error_handling::HandleErrorLayer::new(auth::timed_out))
+                // Requests over the bound wait for a slot (back-pressure),
+                // within the timeout below.
+                .concurrency_limit(usize::try_from(http.max_concurrent_requests).unwrap_or(64))
+                .timeout(Duration::from_millis(http.request_timeout_ms)),
+        );
+    tracing::info!(
+        event = "http_listening",
+        address = %local,
+        auth = http.auth.as_str(),
+    );
+    let stopping = CancellationToken::new();
+    tokio::spawn(signal_watch(stopping.clone()));
+    let serve =
+        axum::serve(listener, app).with_graceful_shutdown(stopping.clone().cancelled_owned());
+    let mut serve = std::pin::pin!(serve.into_future());
+    tokio::select! {
+        result = &mut serve => return result.map_err(|e| format!("HTTP server failed: {e}")),
+        () = stopping.cancelled() => {}
+    }
+    let grace = Duration::from_millis(http.shutdown_grace_ms);
+    if tokio::time::timeout(grace, &mut serve).await.is_err() {
+        // Sessions' event streams never end on their own: close them.
+        sessions.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut serve).await;
+    }
+    tracing::info!(event = "shutdown", reason = "signal");
+    Ok(())
+}
+
+/// Waits for SIGTERM or SIGINT, then starts the shutdown.
+async fn signal_watch(stopping: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::error!(event = "signal_setup_failed", reason = %e);
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    stopping.cancel();
+}
+
+/// The request body limit: rmcp's default, or enough for the largest
+/// binary upload encoded as base64 plus its envelope.
+fn body_limit(largest_binary_cap: Option<u64>) -> usize {
+    let binary = largest_binary_cap.map_or(0, |cap| {
+        usize::try_from(cap.div_ceil(3) * 4)
+            .unwrap_or(usize::MAX)
+            .saturating_add(ENVELOPE_BYTES)
+    });
+    binary.max(MIN_BODY_BYTES)
+}

@@ -1,0 +1,334 @@
+//! Bearer tokens for the HTTP transport.
+//!
+//! A token is `sfs_` plus 43 URL-safe base64 characters (32 random bytes
+//! from the kernel). It is shown once, at creation; the token file keeps
+//! only its SHA-256, its name and its creation time, in a JSON file with
+//! mode 0600 written atomically (temporary file + rename). Verification
+//! hashes the presented token and compares it with every stored hash in
+//! constant time. The server re-reads the file when it changes, so a
+//! revocation takes effect on the next request.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+const TOKEN_PREFIX: &str = "sfs_";
+const FILE_VERSION: u32 = 1;
+
+/// One stored token: never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// Operator-chosen name (recorded in the audit log).
+    pub name: String,
+    /// Lowercase hex SHA-256 of the token.
+    pub sha256: String,
+    /// Creation time, epoch milliseconds.
+    pub created_ms: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenFile {
+    version: u32,
+    tokens: Vec<TokenEntry>,
+}
+
+/// The token file at a path.
+#[derive(Debug)]
+pub struct TokenStore {
+    path: PathBuf,
+    /// Entries as of the file's last seen state.
+    cache: Mutex<(Option<FileStamp>, Vec<TokenEntry>)>,
+}
+
+/// What tells that the token file changed: mtime (s, ns) and size.
+type FileStamp = (i64, i64, u64);
+
+impl TokenStore {
+    /// A store at `path` (the file may not exist yet).
+    pub fn new(path: PathBuf) -> TokenStore {
+        TokenStore {
+            path,
+            cache: Mutex::new((None, Vec::new())),
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the entries. A missing file has none.
+    ///
+    /// # Errors
+    ///
+    /// Unreadable or malformed file, or one whose mode lets group or
+    /// others read or write it.
+    pub fn entries(&self) -> Result<Vec<TokenEntry>, String> {
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("token file {}: {e}", self.path.display())),
+        };
+        check_private(&self.path, &meta)?;
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| format!("token file {}: {e}", self.path.display()))?;
+        let file: TokenFile = serde_json::from_str(&text)
+            .map_err(|e| format!("token file {} is malformed: {e}", self.path.display()))?;
+        if file.version != FILE_VERSION {
+            return Err(format!(
+                "token file {} has version {}, expected {FILE_VERSION}",
+                self.path.display(),
+                file.version
+            ));
+        }
+        Ok(file.tokens)
+    }
+
+    /// Creates a token named `name`, stores its hash, returns the token.
+    ///
+    /// # Errors
+    ///
+    /// Invalid or duplicate name; file errors.
+    pub fn create(&self, name: &str) -> Result<String, String> {
+        validate_name(name)?;
+        let mut entries = self.entries()?;
+        if entries.iter().any(|e| e.name == name) {
+            return Err(format!(
+                "a token named {name:?} exists already; revoke it first"
+            ));
+        }
+        let mut random = [0u8; 32];
+        let mut filled = 0;
+        while filled < random.len() {
+            filled += rustix::rand::getrandom(
+                &mut random[filled..],
+                rustix::rand::GetRandomFlags::empty(),
+            )
+            .map_err(|e| format!("cannot get random bytes: {e}"))?;
+        }
+        let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random));
+        entries.push(TokenEntry {
+            name: name.to_owned(),
+            sha256: hex_sha256(&token),
+            created_ms: now_ms(),
+        });
+        self.write(entries)?;
+        Ok(token)
+    }
+
+    /// Removes the token named `name`; false if there was none.
+    ///
+    /// # Errors
+    ///
+    /// File errors.
+    pub fn revoke(&self, name: &str) -> Result<bool, String> {
+        let mut entries = self.entries()?;
+        let before = entries.len();
+        entries.retain(|e| e.name != name);
+        if entries.len() == before {
+            return Ok(false);
+        }
+        self.write(entries)?;
+        Ok(true)
+    }
+
+    /// The name of the stored token equal to `presented`, if any. Re-reads
+    /// the file when its modification time or size changed.
+    ///
+    /// # Errors
+    ///
+    /// The file became unreadable, malformed or too permissive (fail
+    /// closed: no request is authenticated then).
+    pub fn verify(&self, presented: &str) -> Result<Option<String>, String> {
+        let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.mtime(), m.mtime_nsec(), m.size())
+        });
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.0 != stamp || stamp.is_none() {
+            *cache = (stamp, self.entries()?);
+        }
+        let presented_hash = Sha256::digest(presented.as_bytes());
+        let mut found = None;
+        // Compare with every entry, without early exit, so timing reveals
+        // neither which entry matched nor how much of a hash did.
+        for entry in &cache.1 {
+            let Some(stored) = decode_hex(&entry.sha256) else {
+                continue;
+            };
+            if constant_time_eq(&stored, &presented_hash) {
+                found = Some(entry.name.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    fn write(&self, entries: Vec<TokenEntry>) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let shown = self.path.display();
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let text = serde_json::to_string_pretty(&TokenFile {
+            version: FILE_VERSION,
+            tokens: entries,
+        })
+        .map_err(|e| format!("encoding the token file: {e}"))?;
+        let temp = self
+            .path
+            .with_extension(format!("tmp-{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .map_err(|e| format!("writing {shown}: {e}"))?;
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(format!("writing {shown}: {e}"));
+        }
+        Ok(())
+    }
+}
+
+/// Token names: 1–64 characters of `[A-Za-z0-9_.-]`, starting with a
+/// letter or digit.
+fn validate_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid token name {name:?}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        ))
+    }
+}
+
+/// The token file must be private: a token hash readable by others is a
+/// target for offline guessing, and one writable by others lets them add
+/// their own token.
+pub fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "token file {} is not a regular file",
+            path.display()
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "token file {} has mode {mode:03o}; it must be private (chmod 600)",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+fn hex_sha256(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() != 64 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn create_verify_revoke() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(dir.path().join("sub/tokens.json"));
+        let token = store.create("laptop").unwrap();
+        assert!(token.starts_with("sfs_") && token.len() == 47, "{token}");
+        let mode = std::fs::metadata(store.path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let text = std::fs::read_to_string(store.path()).unwrap();
+        assert!(!text.contains(&token), "the token itself is never stored");
+        assert_eq!(store.verify(&token).unwrap().as_deref(), Some("laptop"));
+        assert_eq!(store.verify("sfs_wrong").unwrap(), None);
+        assert!(store.create("laptop").is_err(), "duplicate names refused");
+        let other = store.create("ci").unwrap();
+        assert_ne!(other, token);
+        assert!(store.revoke("laptop").unwrap());
+        assert!(!store.revoke("laptop").unwrap());
+        assert_eq!(
+            store.verify(&token).unwrap(),
+            None,
+            "revocation is seen at once"
+        );
+        assert_eq!(store.verify(&other).unwrap().as_deref(), Some("ci"));
+        let names: Vec<String> = store
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["ci"]);
+    }
+
+    #[test]
+    fn names_and_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(dir.path().join("tokens.json"));
+        for bad in ["", "-x", "a b", "a/b", &"x".repeat(65)] {
+            assert!(store.create(bad).is_err(), "{bad:?}");
+        }
+        store.create("ok.name-1_x").unwrap();
+        std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = store.entries().unwrap_err();
+        assert!(err.contains("chmod 600"), "{err}");
+        assert!(store.verify("anything").is_err(), "fail closed");
+    }
+}

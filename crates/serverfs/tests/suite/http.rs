@@ -1,0 +1,496 @@
+//! The Streamable HTTP transport: authentication, DNS-rebinding defences,
+//! body limit, both protocol eras, concurrency and graceful shutdown.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use serverfs_testkit::TempWorkdir;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::common::{TIMEOUT, binary};
+
+/// A `serverfs serve --http 127.0.0.1:0` child and what it printed.
+struct HttpServer {
+    child: tokio::process::Child,
+    url: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpServer {
+    async fn start(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let mut command = tokio::process::Command::new(binary());
+        command
+            .arg("serve")
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("spawn serverfs");
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (address_tx, address_rx) = tokio::sync::oneshot::channel();
+        {
+            let lines = lines.clone();
+            tokio::spawn(async move {
+                let mut address_tx = Some(address_tx);
+                let mut reader = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    if let Ok(event) = serde_json::from_str::<Value>(&line)
+                        && event["event"] == "http_listening"
+                        && let Some(tx) = address_tx.take()
+                    {
+                        let _ = tx.send(event["address"].as_str().unwrap_or_default().to_owned());
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        let address = tokio::time::timeout(TIMEOUT, address_rx)
+            .await
+            .expect("server did not start listening")
+            .expect("server exited before listening");
+        HttpServer {
+            child,
+            url: format!("http://{address}/mcp"),
+            stderr: lines,
+        }
+    }
+
+    async fn client(
+        &self,
+        token: Option<&str>,
+        version: Option<ProtocolVersion>,
+    ) -> RunningService<RoleClient, ClientConfig> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.clone());
+        if let Some(token) = token {
+            config = config.auth_header(token.to_owned());
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("http-test", "1"),
+        );
+        if let Some(version) = version {
+            info = info.with_protocol_version(version);
+        }
+        tokio::time::timeout(TIMEOUT, info.serve(transport))
+            .await
+            .expect("initialize timed out")
+            .expect("initialize failed")
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+}
+
+/// Creates a token with the real CLI and returns it.
+fn create_token(file: &std::path::Path, name: &str) -> String {
+    let out = std::process::Command::new(binary())
+        .args(["token", "create", name, "--token-file"])
+        .arg(file)
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+async fn call(client: &RunningService<RoleClient, ClientConfig>, tool: &str, args: Value) -> Value {
+    let Value::Object(args) = args else { panic!() };
+    let result = tokio::time::timeout(
+        TIMEOUT,
+        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_ne!(result.is_error, Some(true), "{tool}: {:?}", result.content);
+    result.structured_content.unwrap()
+}
+
+/// A raw `initialize` POST, for status-code checks.
+async fn raw_initialize(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<String>,
+) -> reqwest::Response {
+    let body = body.unwrap_or_else(|| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string()
+    });
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    tokio::time::timeout(TIMEOUT, request.send())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+struct Setup {
+    _tree: TempWorkdir,
+    _tokens: tempfile::TempDir,
+    token_file: std::path::PathBuf,
+    server: HttpServer,
+}
+
+async fn setup(extra_env: &[(&str, &str)]) -> Setup {
+    let tree = TempWorkdir::new();
+    tree.file("docs/readme.md", "hello over http\n");
+    let tokens = tempfile::tempdir().unwrap();
+    let token_file = tokens.path().join("tokens.json");
+    let spec = format!("w={}:rw", tree.root().display());
+    let token_env = token_file.display().to_string();
+    let mut env = vec![("SERVERFS_TOKEN_FILE", token_env.as_str())];
+    env.extend_from_slice(extra_env);
+    let server = HttpServer::start(&["--http", "127.0.0.1:0", "--workdir", &spec], &env).await;
+    Setup {
+        _tree: tree,
+        _tokens: tokens,
+        token_file,
+        server,
+    }
+}
+
+#[tokio::test]
+async fn bearer_tokens_gate_every_request() {
+    let s = setup(&[]).await;
+    let url = s.server.url.clone();
+    let missing = raw_initialize(&url, &[], None).await;
+    assert_eq!(missing.status(), 401);
+    assert!(
+        missing.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer"),
+        "401 carries WWW-Authenticate: Bearer"
+    );
+    let token = create_token(&s.token_file, "laptop");
+    let wrong = raw_initialize(
+        &url,
+        &[("authorization", "Bearer sfs_not-a-real-token")],
+        None,
+    )
+    .await;
+    assert_eq!(wrong.status(), 401);
+    let basic = raw_initialize(&url, &[("authorization", &format!("Basic {token}"))], None).await;
+    assert_eq!(basic.status(), 401);
+    let ok = raw_initialize(&url, &[("authorization", &format!("Bearer {token}"))], None).await;
+    assert_eq!(ok.status(), 200);
+
+    // Every base tool works for a valid token.
+    let client = s.server.client(Some(&token), None).await;
+    let w = |extra: Value| {
+        let mut v = json!({"workdir": "w"});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    call(&client, "list_workdirs", json!({})).await;
+    call(&client, "list_directory", w(json!({"path": "docs"}))).await;
+    let found = call(&client, "find_files", w(json!({"pattern": "*.md"}))).await;
+    assert_eq!(found["returned"], 1);
+    let hits = call(&client, "search_text", w(json!({"query": "over http"}))).await;
+    assert_eq!(hits["returned"], 1);
+    let read = call(
+        &client,
+        "read_text_file",
+        w(json!({"path": "docs/readme.md"})),
+    )
+    .await;
+    assert_eq!(read["content"], "hello over http\n");
+    call(&client, "stat_file", w(json!({"path": "docs/readme.md"}))).await;
+    let created = call(
+        &client,
+        "create_text_file",
+        w(json!({"path": "docs/new.txt", "content": "a\n"})),
+    )
+    .await;
+    let edited = call(
+        &client,
+        "edit_text_file",
+        w(json!({"path": "docs/new.txt",
+        "expected_revision": created["revision"], "edits": [{"old_text": "a", "new_text": "b"}]})),
+    )
+    .await;
+    call(
+        &client,
+        "delete_file",
+        w(json!({"path": "docs/new.txt", "expected_revision": edited["revision"]})),
+    )
+    .await;
+    let dir = call(&client, "create_directory", w(json!({"path": "tmpdir"}))).await;
+    call(
+        &client,
+        "delete_directory",
+        w(json!({"path": "tmpdir", "expected_revision": dir["revision"]})),
+    )
+    .await;
+    let _ = client.cancel().await;
+
+    // Revocation takes effect without a restart.
+    let revoked = std::process::Command::new(binary())
+        .args(["token", "revoke", "laptop", "--token-file"])
+        .arg(&s.token_file)
+        .env_clear()
+        .status()
+        .unwrap();
+    assert!(revoked.success());
+    let after = raw_initialize(&url, &[("authorization", &format!("Bearer {token}"))], None).await;
+    assert_eq!(after.status(), 401);
+
+    let log = s.server.stderr();
+    assert!(
+        log.contains("\"token_name\":\"laptop\""),
+        "the audit names the token"
+    );
+    assert!(!log.contains(&token), "the token itself is never logged");
+}
+
+#[tokio::test]
+async fn host_origin_and_body_limits() {
+    let s = setup(&[]).await;
+    let token = create_token(&s.token_file, "t");
+    let auth = format!("Bearer {token}");
+    let bad_host = raw_initialize(
+        &s.server.url,
+        &[("authorization", &auth), ("host", "evil.example")],
+        None,
+    )
+    .await;
+    assert_eq!(bad_host.status(), 403, "disallowed Host");
+    let bad_origin = raw_initialize(
+        &s.server.url,
+        &[("authorization", &auth), ("origin", "https://evil.example")],
+        None,
+    )
+    .await;
+    assert_eq!(bad_origin.status(), 403, "disallowed Origin");
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}",
+        "x".repeat(5 << 20)
+    );
+    let too_big = raw_initialize(&s.server.url, &[("authorization", &auth)], Some(huge)).await;
+    assert_eq!(too_big.status(), 413, "oversized body");
+    let health = tokio::time::timeout(
+        TIMEOUT,
+        reqwest::get(s.server.url.replace("/mcp", "/healthz")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(
+        health.text().await.unwrap(),
+        "ok\n",
+        "health reveals nothing"
+    );
+}
+
+#[tokio::test]
+async fn both_protocol_eras_work() {
+    let s = setup(&[]).await;
+    let token = create_token(&s.token_file, "t");
+    for version in [
+        Some(ProtocolVersion::V_2025_06_18),
+        Some(ProtocolVersion::V_2025_03_26),
+        None,
+    ] {
+        let client = s.server.client(Some(&token), version.clone()).await;
+        let negotiated = client.peer_info().map(|i| i.protocol_version.to_string());
+        let result = call(
+            &client,
+            "read_text_file",
+            json!({"workdir": "w", "path": "docs/readme.md"}),
+        )
+        .await;
+        assert_eq!(
+            result["content"], "hello over http\n",
+            "{version:?} negotiated {negotiated:?}"
+        );
+        let _ = client.cancel().await;
+    }
+}
+
+#[tokio::test]
+async fn fifty_clients_times_one_hundred_calls() {
+    let s = setup(&[]).await;
+    let token = create_token(&s.token_file, "load");
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        let client = s.server.client(Some(&token), None).await;
+        tasks.spawn(async move {
+            for _ in 0..100 {
+                call(
+                    &client,
+                    "stat_file",
+                    json!({"workdir": "w", "path": "docs/readme.md"}),
+                )
+                .await;
+            }
+            let _ = client.cancel().await;
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("a client failed");
+    }
+}
+
+#[tokio::test]
+async fn sigterm_lets_in_flight_calls_finish_and_exits_zero() {
+    let tree = TempWorkdir::new();
+    // Enough files that a full search takes a noticeable time in debug builds.
+    for d in 0..40 {
+        for f in 0..100 {
+            tree.file(
+                &format!("d{d}/f{f}.txt"),
+                "lorem ipsum dolor sit amet\n".repeat(40),
+            );
+        }
+    }
+    let tokens = tempfile::tempdir().unwrap();
+    let token_file = tokens.path().join("tokens.json");
+    let token = create_token(&token_file, "t");
+    let spec = format!("w={}", tree.root().display());
+    let token_env = token_file.display().to_string();
+    let mut server = HttpServer::start(
+        &["--http", "127.0.0.1:0", "--workdir", &spec],
+        &[("SERVERFS_TOKEN_FILE", token_env.as_str())],
+    )
+    .await;
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let client = server.client(Some(&token), None).await;
+        calls.spawn(async move {
+            call(
+                &client,
+                "search_text",
+                json!({"workdir": "w", "query": "zzz-not-there", "case_sensitive": false}),
+            )
+            .await
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        calls.try_join_next().is_none(),
+        "the calls finished before SIGTERM; the test needs a bigger tree"
+    );
+    let pid = server.child.id().expect("pid");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    while let Some(joined) = calls.join_next().await {
+        let result = joined.expect("an in-flight call failed during shutdown");
+        assert_eq!(result["returned"], 0);
+    }
+    let status = tokio::time::timeout(TIMEOUT, server.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    // The stderr reader may still be draining the last lines.
+    for _ in 0..40 {
+        if server.stderr().contains("\"event\":\"shutdown\"") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no shutdown event logged:\n{}", server.stderr());
+}
+
+#[tokio::test]
+async fn auth_none_needs_loopback_or_trust_network() {
+    let tree = TempWorkdir::new();
+    let spec = format!("w={}", tree.root().display());
+    let out = std::process::Command::new(binary())
+        .args(["serve", "--http", "0.0.0.0:0", "--workdir", &spec])
+        .env_clear()
+        .env("SERVERFS_HTTP_AUTH", "none")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("serverfs: configuration error: "),
+        "{stderr}"
+    );
+
+    // Loopback without auth is allowed.
+    let server = HttpServer::start(
+        &["--http", "127.0.0.1:0", "--workdir", &spec],
+        &[("SERVERFS_HTTP_AUTH", "none")],
+    )
+    .await;
+    let client = server.client(None, None).await;
+    call(&client, "list_workdirs", json!({})).await;
+    let _ = client.cancel().await;
+}
+
+/// A second, independent client: the official Python MCP SDK (installed by
+/// `.ci/run`) lists the tools and reads a file over HTTP.
+#[tokio::test]
+async fn official_python_sdk_client_reads_a_file() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/smoke_client.py");
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp, httpx2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_sdk {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide the Python MCP SDK (.ci/run installs mcp from PyPI)"
+        );
+        eprintln!("skipped: python3 with the `mcp` package is missing (pip install mcp==2.3.0)");
+        return;
+    }
+    let s = setup(&[]).await;
+    let token = create_token(&s.token_file, "python");
+    let out = tokio::time::timeout(
+        TIMEOUT,
+        tokio::process::Command::new("python3")
+            .arg(script)
+            .args([s.server.url.as_str(), token.as_str(), "w", "docs/readme.md"])
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello over http\n");
+    assert!(s.server.stderr().contains("\"token_name\":\"python\""));
+}
