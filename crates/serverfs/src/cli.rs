@@ -56,9 +56,9 @@ struct ServeArgs {
     /// instead of stdio; overrides [http] bind.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// With --http: create a bearer token with this name, print it once
-    /// with the URL, then serve (a quick start; use `serverfs token create`
-    /// otherwise).
+    /// With --http: create a bearer token with this name (replacing one of
+    /// the same name), print it once with the URL, then serve. Meant for a
+    /// quick start at a terminal; use `serverfs token create` otherwise.
     #[arg(long, value_name = "NAME", requires = "http")]
     new_token: Option<String>,
 }
@@ -155,14 +155,11 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
             return config_error(&reason);
         }
     }
+    let mut quick_start_token = None;
     if let (Some(http), Some(name)) = (&http, &args.new_token) {
-        match TokenStore::new(http.token_file.clone()).create(name) {
-            // Printed before logging starts, for the person at the
-            // terminal; this is the only time the token is ever shown.
-            Ok(token) => eprintln!(
-                "serverfs: serving http://{}/mcp\nserverfs: bearer token {name:?} (shown once): {token}",
-                http.bind
-            ),
+        let store = TokenStore::new(http.token_file.clone());
+        match store.revoke(name).and_then(|_| store.create(name)) {
+            Ok(token) => quick_start_token = Some((name.clone(), token)),
             Err(reason) => return config_error(&reason),
         }
     }
@@ -192,7 +189,9 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         files.spawn_stale_temp_cleanup(cleanup_budget);
         let server = ServerFs::new(files);
         match http {
-            Some(http) => crate::http::serve(server, http, largest_binary_cap).await,
+            Some(http) => {
+                crate::http::serve(server, http, largest_binary_cap, quick_start_token).await
+            }
             None => serve_stdio(server).await,
         }
     });

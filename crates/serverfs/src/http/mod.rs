@@ -38,11 +38,14 @@ const ENVELOPE_BYTES: usize = 64 << 10;
 /// Host names always allowed: the loopback names.
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
-/// Serves `server` over HTTP until SIGTERM or SIGINT.
+/// Serves `server` over HTTP until SIGTERM or SIGINT. `quick_start` is a
+/// `(name, token)` just created by `serve --new-token`, announced once to
+/// the person at the terminal with the real address.
 pub async fn serve(
     server: ServerFs,
     http: EffectiveHttp,
     largest_binary_cap: Option<u64>,
+    quick_start: Option<(String, String)>,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(http.bind)
         .await
@@ -81,6 +84,15 @@ pub async fn serve(
                 .concurrency_limit(usize::try_from(http.max_concurrent_requests).unwrap_or(64))
                 .timeout(Duration::from_millis(http.request_timeout_ms)),
         );
+    if let Some((name, token)) = quick_start {
+        // The only time this token is ever shown; stderr, not the log.
+        eprintln!(
+            "serverfs: serving http://{local}/mcp\n\
+             serverfs: bearer token {name:?} (shown once): {token}\n\
+             serverfs: e.g. claude mcp add --transport http serverfs http://{local}/mcp \
+             --header \"Authorization: Bearer {token}\""
+        );
+    }
     tracing::info!(
         event = "http_listening",
         address = %local,

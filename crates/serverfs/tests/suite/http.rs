@@ -494,3 +494,63 @@ async fn official_python_sdk_client_reads_a_file() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello over http\n");
     assert!(s.server.stderr().contains("\"token_name\":\"python\""));
 }
+
+/// The README's first command: `--new-token` prints the real URL and a
+/// working token; running it again replaces the token.
+#[tokio::test]
+async fn quick_start_prints_a_working_token_and_replaces_it() {
+    let tree = TempWorkdir::new();
+    tree.file("a.txt", "quick\n");
+    let home = tempfile::tempdir().unwrap();
+    let spec = format!("demo={}", tree.root().display());
+    let xdg = home.path().display().to_string();
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--workdir",
+        &spec,
+        "--new-token",
+        "quickstart",
+    ];
+    let env = [("XDG_CONFIG_HOME", xdg.as_str())];
+    let printed_token = |server: &HttpServer| {
+        let log = server.stderr();
+        let url_line = format!("serverfs: serving {}", server.url);
+        assert!(log.contains(&url_line), "{log}");
+        log.lines()
+            .find_map(|l| l.split("(shown once): ").nth(1))
+            .expect("token line")
+            .to_owned()
+    };
+    let first = HttpServer::start(&args, &env).await;
+    let token = printed_token(&first);
+    let client = first.client(Some(&token), None).await;
+    let read = call(
+        &client,
+        "read_text_file",
+        json!({"workdir": "demo", "path": "a.txt"}),
+    )
+    .await;
+    assert_eq!(read["content"], "quick\n");
+    let _ = client.cancel().await;
+    drop(first);
+
+    let second = HttpServer::start(&args, &env).await;
+    let replacement = printed_token(&second);
+    assert_ne!(replacement, token);
+    let old = raw_initialize(
+        &second.url,
+        &[("authorization", &format!("Bearer {token}"))],
+        None,
+    )
+    .await;
+    assert_eq!(old.status(), 401, "the replaced token no longer works");
+    let new = raw_initialize(
+        &second.url,
+        &[("authorization", &format!("Bearer {replacement}"))],
+        None,
+    )
+    .await;
+    assert_eq!(new.status(), 200);
+    assert!(home.path().join("serverfs/tokens.json").exists());
+}
