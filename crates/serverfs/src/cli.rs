@@ -80,8 +80,12 @@ struct TokenArgs {
     /// token_file of the configuration given by --config / --workdir.
     #[arg(long, value_name = "FILE", global = true)]
     token_file: Option<PathBuf>,
-    #[command(flatten)]
-    config: ConfigArgs,
+    /// Configuration file whose [http] token_file to use.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Workdir specs, when the configuration comes from --workdir.
+    #[arg(long = "workdir", value_name = "ALIAS=PATH[:rw]", global = true)]
+    workdirs: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -209,7 +213,13 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
         Some(path) => path.clone(),
         None => match env.get("SERVERFS_TOKEN_FILE").filter(|p| !p.is_empty()) {
             Some(path) => PathBuf::from(path),
-            None => match load(&args.config, env) {
+            None => match load(
+                &ConfigArgs {
+                    config: args.config.clone(),
+                    workdirs: args.workdirs.clone(),
+                },
+                env,
+            ) {
                 Ok((config, _)) => config.http.token_file.clone(),
                 Err(reason) => {
                     return config_error(&format!(

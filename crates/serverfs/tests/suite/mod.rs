@@ -2,6 +2,7 @@ mod binary;
 mod concurrency;
 mod config_errors;
 mod crash;
+mod deploy;
 mod doctor;
 mod hostile_paths;
 mod http;
