@@ -554,3 +554,30 @@ async fn quick_start_prints_a_working_token_and_replaces_it() {
     assert_eq!(new.status(), 200);
     assert!(home.path().join("serverfs/tokens.json").exists());
 }
+
+/// `doctor` beside a running server: the bind address is busy, but it is
+/// ServerFS that holds it, which is a warning, not a failure.
+#[tokio::test]
+async fn doctor_recognises_a_running_server_on_the_bind_address() {
+    let s = setup(&[]).await;
+    create_token(&s.token_file, "t");
+    let address = s
+        .server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let spec = format!("w={}", s._tree.root().display());
+    let out = std::process::Command::new(binary())
+        .args(["doctor", "--http", &address, "--workdir", &spec])
+        .env_clear()
+        .env("SERVERFS_TOKEN_FILE", &s.token_file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("WARN http bind") && stdout.contains("running ServerFS"),
+        "{stdout}"
+    );
+}
