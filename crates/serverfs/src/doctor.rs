@@ -553,6 +553,35 @@ impl Report {
     }
 }
 
+/// True when something on `bind` answers `GET /healthz` as ServerFS does,
+/// so that running doctor beside a live server is not a failure. Bounded
+/// by short timeouts; reads at most a small reply.
+fn answers_like_serverfs(bind: std::net::SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let mut target = bind;
+    if target.ip().is_unspecified() {
+        target.set_ip(match target {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&target, Duration::from_secs(1))
+    else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut reply = Vec::new();
+    let _ = stream.take(4096).read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    reply.starts_with("HTTP/1.1 200") && reply.ends_with("\r\n\r\nok\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,33 +621,4 @@ mod tests {
         assert!(detail.contains("does not exist"), "{detail}");
         assert!(root_failure(&ConfigError::NoSource).is_none());
     }
-}
-
-/// True when something on `bind` answers `GET /healthz` as ServerFS does,
-/// so that running doctor beside a live server is not a failure. Bounded
-/// by short timeouts; reads at most a small reply.
-fn answers_like_serverfs(bind: std::net::SocketAddr) -> bool {
-    use std::io::{Read, Write};
-    use std::time::Duration;
-    let mut target = bind;
-    if target.ip().is_unspecified() {
-        target.set_ip(match target {
-            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&target, Duration::from_secs(1))
-    else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut reply = Vec::new();
-    let _ = stream.take(4096).read_to_end(&mut reply);
-    let reply = String::from_utf8_lossy(&reply);
-    reply.starts_with("HTTP/1.1 200") && reply.ends_with("\r\n\r\nok\n")
 }
