@@ -581,3 +581,43 @@ async fn doctor_recognises_a_running_server_on_the_bind_address() {
         "{stdout}"
     );
 }
+
+/// Configured hosts and origins are admitted; others still are not.
+#[tokio::test]
+async fn configured_hosts_and_origins_are_admitted() {
+    let s = setup(&[
+        ("SERVERFS_HTTP_ALLOWED_HOSTS", "mcp.example:8443"),
+        ("SERVERFS_HTTP_ALLOWED_ORIGINS", "https://app.example"),
+    ])
+    .await;
+    let token = create_token(&s.token_file, "t");
+    let auth = format!("Bearer {token}");
+    let ok = raw_initialize(
+        &s.server.url,
+        &[
+            ("authorization", &auth),
+            ("host", "mcp.example:8443"),
+            ("origin", "https://app.example"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(ok.status(), 200);
+    let other_origin = raw_initialize(
+        &s.server.url,
+        &[
+            ("authorization", &auth),
+            ("origin", "https://app.example.evil"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(other_origin.status(), 403);
+    let other_host = raw_initialize(
+        &s.server.url,
+        &[("authorization", &auth), ("host", "mcp.example.evil")],
+        None,
+    )
+    .await;
+    assert_eq!(other_host.status(), 403);
+}
