@@ -1,0 +1,417 @@
+//! Spawning, watching and stopping provider processes: the one place every
+//! adapter starts a coding-agent CLI.
+//!
+//! The rules (ARCHITECTURE.md §6, spec-agent-bridge.md §10.5,
+//! spec-adapters.md §7.1): an operator-configured absolute executable with
+//! fixed argv, run in the authorized working directory, with a scrubbed
+//! environment plus only the dedicated agent proxy variables, stdin/stdout
+//! piped for the adapter's protocol, stderr drained into a bounded capture,
+//! in a process group of its own that is killed as a whole.
+
+mod environment;
+mod stderr_capture;
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::time::{Instant, sleep, timeout};
+
+pub use environment::{ProxyPolicy, provider_environment};
+pub use stderr_capture::{DEFAULT_STDERR_CAPACITY, StderrCapture, StderrTail};
+
+use crate::error::{BridgeError, CommandProblem};
+use crate::platform::{self, GroupSignal};
+
+/// How often [`ProviderChild::terminate`] looks at the group while it waits.
+/// Termination is rare and a `/proc` scan is cheap; 20 ms keeps a stop
+/// prompt without spinning.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How long [`ProviderChild::terminate`] waits, after `SIGKILL`, for the
+/// leader to be reaped and the group to empty. `SIGKILL` cannot be caught;
+/// only a process stuck in uninterruptible sleep (a hung network file
+/// system) outlasts this, and then the stop is reported as unproven.
+const KILL_SETTLE: Duration = Duration::from_secs(5);
+
+/// The process group a provider runs in (the pgid on Linux, equal to the
+/// provider's pid).
+///
+/// # Security
+///
+/// Never 0 or 1: signalling those would reach the Bridge's own group or
+/// every process of the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProcessGroupId(i32);
+
+impl ProcessGroupId {
+    /// Wraps a raw group id, for example one read back from a recovery
+    /// guard; `None` for ids below 2.
+    pub fn from_raw(raw: i32) -> Option<Self> {
+        (raw > 1).then_some(Self(raw))
+    }
+
+    /// The raw id.
+    pub fn as_raw(self) -> i32 {
+        self.0
+    }
+}
+
+impl fmt::Display for ProcessGroupId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Whether any process of `group` may still run code.
+///
+/// An empty group is gone; so is one whose remaining members are zombies
+/// (exited, not yet reaped by their parent or init), since a zombie runs
+/// nothing. Whenever liveness cannot be established the answer is `true`:
+/// a provider stop is never proven by accident (ARCHITECTURE.md invariant
+/// 7).
+pub fn is_group_alive(group: ProcessGroupId) -> bool {
+    platform::group_has_live_member(group)
+}
+
+/// What [`ProviderChild::terminate`] achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Termination {
+    /// No process of the provider's group can run any more. Only this
+    /// proves a provider stop (for example to remove a recovery guard);
+    /// `false` means the stop is unproven and must be treated as if the
+    /// provider still ran.
+    pub group_gone: bool,
+    /// Something in the group outlived `SIGTERM` and the grace period, so
+    /// `SIGKILL` did the job.
+    pub escalated: bool,
+    /// The leader's exit status, if it was reaped.
+    pub exit_status: Option<ExitStatus>,
+}
+
+/// How to start one provider process.
+///
+/// Built per task by an adapter from configuration: nothing in it comes
+/// from an MCP client (ARCHITECTURE.md invariants 1 and 6).
+///
+/// # Security
+///
+/// `Debug` shows counts and environment names only: the executable and
+/// working directory are host paths, argument and environment values may
+/// carry session ids or credentials.
+pub struct ProviderCommand {
+    executable: PathBuf,
+    args: Vec<OsString>,
+    working_dir: PathBuf,
+    env: Vec<(String, String)>,
+    inherited: Option<Vec<(String, String)>>,
+    proxy: ProxyPolicy,
+    stderr_capacity: usize,
+}
+
+impl ProviderCommand {
+    /// A command running `executable` in `working_dir`, with no arguments,
+    /// no adapter environment, no proxy, and a 64 KiB stderr capture.
+    ///
+    /// `executable` must be absolute (resolved once at Bridge start-up;
+    /// never searched in `PATH` here); `working_dir` is the absolute host
+    /// path of the authorized task directory. Both are checked by
+    /// [`spawn`](Self::spawn).
+    pub fn new(executable: impl Into<PathBuf>, working_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            executable: executable.into(),
+            args: Vec::new(),
+            working_dir: working_dir.into(),
+            env: Vec::new(),
+            inherited: None,
+            proxy: ProxyPolicy::disabled(),
+            stderr_capacity: DEFAULT_STDERR_CAPACITY,
+        }
+    }
+
+    /// Appends fixed arguments. Default: none.
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// Adds one adapter-fixed environment pair; it overrides an inherited
+    /// variable of the same name. Proxy variables and reserved prefixes
+    /// are refused at spawn (see [`provider_environment`]). Default: none.
+    pub fn env(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the runtime's egress proxy policy. Default:
+    /// [`ProxyPolicy::disabled`].
+    pub fn proxy(&mut self, policy: ProxyPolicy) -> &mut Self {
+        self.proxy = policy;
+        self
+    }
+
+    /// Replaces the environment the allowlist is taken from. Default: the
+    /// Bridge's own environment at spawn time (variables whose name or
+    /// value is not UTF-8 are skipped rather than mangled).
+    pub fn inherited_env(&mut self, vars: Vec<(String, String)>) -> &mut Self {
+        self.inherited = Some(vars);
+        self
+    }
+
+    /// Sets how many trailing bytes of stderr are kept. Default:
+    /// [`DEFAULT_STDERR_CAPACITY`] (64 KiB).
+    pub fn stderr_capacity(&mut self, bytes: usize) -> &mut Self {
+        self.stderr_capacity = bytes;
+        self
+    }
+
+    /// Starts the provider: `env_clear` plus [`provider_environment`],
+    /// stdin and stdout piped, stderr drained into a [`StderrCapture`], in a
+    /// new process group, killed (leader and group) when the returned
+    /// handle is dropped.
+    ///
+    /// # Errors
+    ///
+    /// - [`BridgeError::InvalidCommand`] (`AGENT_RUNTIME_UNAVAILABLE`): a
+    ///   relative executable or working directory, or a malformed or
+    ///   reserved environment pair.
+    /// - [`BridgeError::ProxyEndpointMissing`] (`AGENT_RUNTIME_NOT_READY`):
+    ///   the proxy is enabled for the runtime but no endpoint is configured.
+    /// - [`BridgeError::Spawn`] (`AGENT_RUNTIME_UNAVAILABLE`): the OS
+    ///   refused (missing executable, missing working directory, …).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, as `tokio::process` does.
+    pub fn spawn(&self) -> Result<ProviderChild, BridgeError> {
+        if !self.executable.is_absolute() {
+            return Err(BridgeError::InvalidCommand(
+                CommandProblem::ExecutableNotAbsolute,
+            ));
+        }
+        if !self.working_dir.is_absolute() {
+            return Err(BridgeError::InvalidCommand(
+                CommandProblem::WorkingDirectoryNotAbsolute,
+            ));
+        }
+        let env = match &self.inherited {
+            Some(vars) => provider_environment(vars.iter().cloned(), &self.env, &self.proxy)?,
+            None => {
+                let vars = std::env::vars_os().filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                });
+                provider_environment(vars, &self.env, &self.proxy)?
+            }
+        };
+
+        let mut command = Command::new(&self.executable);
+        command
+            .args(&self.args)
+            .current_dir(&self.working_dir)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Reaches the leader only; `ProviderChild`'s `Drop` kills the
+            // rest of the group.
+            .kill_on_drop(true);
+        platform::contain(&mut command);
+        let mut child = command.spawn().map_err(BridgeError::Spawn)?;
+
+        // The child's pid is its group id (`contain`). `id()` is `None` only
+        // once the child has been reaped, which nothing did yet.
+        let group = child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(ProcessGroupId::from_raw)
+            .ok_or_else(|| BridgeError::Spawn(std::io::Error::other("provider has no pid")))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| BridgeError::Spawn(std::io::Error::other("stderr not piped")))?;
+        let stderr = StderrCapture::start(stderr, self.stderr_capacity);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        tracing::debug!(pgid = group.as_raw(), "provider process started");
+        Ok(ProviderChild {
+            child,
+            group,
+            stdin,
+            stdout,
+            stderr,
+            status: None,
+            group_gone: false,
+        })
+    }
+}
+
+impl fmt::Debug for ProviderCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env_names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("ProviderCommand")
+            .field("args", &self.args.len())
+            .field("env_names", &env_names)
+            .field("inherited_override", &self.inherited.is_some())
+            .field("proxy", &self.proxy)
+            .field("stderr_capacity", &self.stderr_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A running provider process and its group.
+///
+/// # Security
+///
+/// Dropping the handle sends `SIGKILL` to the whole group unless
+/// [`terminate`](Self::terminate) already proved it gone, so a cancelled
+/// task or a Bridge shutdown never leaves a provider tree behind.
+/// (Should the leader have been reaped and every member have exited, the
+/// group id is free for reuse; signalling it then could only hit an
+/// unrelated group if the pid counter wrapped onto it in between, and
+/// `kill(2)` offers no handle that closes that gap.)
+#[derive(Debug)]
+pub struct ProviderChild {
+    child: Child,
+    group: ProcessGroupId,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: StderrCapture,
+    /// The leader's status once reaped.
+    status: Option<ExitStatus>,
+    /// `terminate` proved the group gone; nothing may be signalled any more.
+    group_gone: bool,
+}
+
+impl ProviderChild {
+    /// The provider's process group.
+    pub fn process_group(&self) -> ProcessGroupId {
+        self.group
+    }
+
+    /// The provider's stdin (the adapter's protocol output), once. Dropping
+    /// it closes the pipe, the usual first step of a graceful stop.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// The provider's stdout (the adapter's protocol input), once.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.stdout.take()
+    }
+
+    /// The bounded stderr capture (diagnostics only).
+    pub fn stderr(&self) -> &StderrCapture {
+        &self.stderr
+    }
+
+    /// Waits for the leader to exit and reaps it. Processes it started may
+    /// live on in the group; [`terminate`](Self::terminate) ends them.
+    /// Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::Wait`] (`AGENT_PROVIDER_ERROR`) if `waitpid` fails.
+    pub async fn wait(&mut self) -> Result<ExitStatus, BridgeError> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = self.child.wait().await.map_err(BridgeError::Wait)?;
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// Stops the whole group: `SIGTERM` (and `SIGCONT`, so stopped members
+    /// can act on it), up to `grace` for every member to exit, then
+    /// `SIGKILL`; then reaps the leader and checks that no member runs.
+    ///
+    /// The leader is not reaped before `SIGKILL` is sent: as long as it is
+    /// an unreaped zombie its pid, and so the group id, cannot be reused,
+    /// so the signals reach this provider's group and nothing else. The
+    /// final `SIGKILL` goes out even when every member already exited, to
+    /// catch one forked while the group was being examined.
+    ///
+    /// Call it after a normal exit too: it is how a stop is *proven*, and
+    /// it costs next to nothing when the group is already empty. A repeated
+    /// call after a proven stop signals nothing.
+    ///
+    /// Never fails: any trouble leaves [`Termination::group_gone`] `false`.
+    pub async fn terminate(&mut self, grace: Duration) -> Termination {
+        if self.group_gone {
+            return Termination {
+                group_gone: true,
+                escalated: false,
+                exit_status: self.status,
+            };
+        }
+        // A provider blocked on reading its stdin sees end of file.
+        self.stdin = None;
+        self.signal(GroupSignal::Terminate);
+        self.signal(GroupSignal::Continue);
+
+        let deadline = Instant::now() + grace;
+        let mut escalated = false;
+        while is_group_alive(self.group) {
+            if Instant::now() >= deadline {
+                escalated = true;
+                break;
+            }
+            sleep(POLL_INTERVAL).await;
+        }
+        self.signal(GroupSignal::Kill);
+
+        if self.status.is_none() {
+            match timeout(KILL_SETTLE, self.child.wait()).await {
+                Ok(Ok(status)) => self.status = Some(status),
+                Ok(Err(err)) => tracing::warn!(error = %err, "reaping provider failed"),
+                Err(_) => tracing::warn!("provider leader outlived SIGKILL"),
+            }
+        }
+        let settle = Instant::now() + KILL_SETTLE;
+        let group_gone = loop {
+            if !is_group_alive(self.group) {
+                break true;
+            }
+            if Instant::now() >= settle {
+                break false;
+            }
+            sleep(POLL_INTERVAL).await;
+        };
+        self.group_gone = group_gone;
+        tracing::debug!(
+            pgid = self.group.as_raw(),
+            group_gone,
+            escalated,
+            "provider terminated"
+        );
+        Termination {
+            group_gone,
+            escalated,
+            exit_status: self.status,
+        }
+    }
+
+    /// Signals the group; a failure is logged and left to the liveness
+    /// checks, which then cannot prove the group gone.
+    fn signal(&self, signal: GroupSignal) {
+        if let Err(err) = platform::signal_group(self.group, signal) {
+            tracing::warn!(error = %err, ?signal, "signalling provider group failed");
+        }
+    }
+}
+
+impl Drop for ProviderChild {
+    fn drop(&mut self) {
+        if !self.group_gone {
+            self.signal(GroupSignal::Kill);
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! One module per concern; `support` holds the shared helpers.
+
+mod environment;
+mod spawn;
+mod stderr;
+mod support;
+mod termination;
