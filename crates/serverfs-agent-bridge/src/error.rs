@@ -7,49 +7,8 @@
 use std::fmt;
 use std::io;
 
+use serverfs_protocol::bridge::BridgeErrorCode;
 use thiserror::Error;
-
-/// The stable wire codes of Bridge failures (spec-agent-bridge.md §11).
-///
-/// Only the codes this crate raises so far are listed. `serverfs-protocol`
-/// does not carry the Bridge codes yet; once it does, [`BridgeError::code`]
-/// maps onto that enum instead and this one goes away.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BridgeErrorCode {
-    /// The provider could not be started: the command is unusable or the
-    /// executable could not be spawned.
-    AgentRuntimeUnavailable,
-    /// The runtime needs something that is not there yet; here: it is
-    /// configured to use the agent egress proxy and no endpoint is known.
-    AgentRuntimeNotReady,
-    /// The provider process misbehaved after it started (here: waiting for
-    /// it failed).
-    AgentProviderError,
-}
-
-impl BridgeErrorCode {
-    /// Every code, in declaration order.
-    pub const ALL: [BridgeErrorCode; 3] = [
-        BridgeErrorCode::AgentRuntimeUnavailable,
-        BridgeErrorCode::AgentRuntimeNotReady,
-        BridgeErrorCode::AgentProviderError,
-    ];
-
-    /// The wire string, e.g. `"AGENT_RUNTIME_NOT_READY"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BridgeErrorCode::AgentRuntimeUnavailable => "AGENT_RUNTIME_UNAVAILABLE",
-            BridgeErrorCode::AgentRuntimeNotReady => "AGENT_RUNTIME_NOT_READY",
-            BridgeErrorCode::AgentProviderError => "AGENT_PROVIDER_ERROR",
-        }
-    }
-}
-
-impl fmt::Display for BridgeErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Why a provider command was refused before anything was spawned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,26 +80,5 @@ impl BridgeError {
             BridgeError::Spawn(_) => BridgeErrorCode::AgentRuntimeUnavailable,
             BridgeError::Wait(_) => BridgeErrorCode::AgentProviderError,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::BridgeErrorCode;
-
-    #[test]
-    fn codes_are_pinned() {
-        let wire: Vec<&str> = BridgeErrorCode::ALL
-            .iter()
-            .map(|code| code.as_str())
-            .collect();
-        assert_eq!(
-            wire,
-            [
-                "AGENT_RUNTIME_UNAVAILABLE",
-                "AGENT_RUNTIME_NOT_READY",
-                "AGENT_PROVIDER_ERROR"
-            ]
-        );
     }
 }

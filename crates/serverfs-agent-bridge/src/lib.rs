@@ -55,7 +55,8 @@ mod error;
 mod platform;
 mod process;
 
-pub use error::{BridgeError, BridgeErrorCode, CommandProblem};
+pub use error::{BridgeError, CommandProblem};
+pub use serverfs_protocol::bridge::BridgeErrorCode;
 pub use process::{
     DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy,
     StderrCapture, StderrTail, Termination, is_group_alive, provider_environment,
