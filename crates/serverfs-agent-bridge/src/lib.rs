@@ -56,8 +56,8 @@ mod platform;
 mod process;
 
 pub use error::{BridgeError, CommandProblem};
-pub use serverfs_protocol::bridge::BridgeErrorCode;
 pub use process::{
     DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy,
     StderrCapture, StderrTail, Termination, is_group_alive, provider_environment,
 };
+pub use serverfs_protocol::bridge::BridgeErrorCode;
