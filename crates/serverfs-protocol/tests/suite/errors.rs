@@ -313,3 +313,15 @@ fn profiles_decisions_and_reconcile_statuses_use_their_wire_strings() {
         ])
     );
 }
+
+#[test]
+fn every_bridge_code_is_documented() {
+    let doc = include_str!("../../../../docs/bridge-error-codes.md");
+    for code in serverfs_protocol::bridge::BridgeErrorCode::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", code.as_str())),
+            "{} is missing from docs/bridge-error-codes.md",
+            code.as_str()
+        );
+    }
+}
