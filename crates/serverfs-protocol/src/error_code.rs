@@ -113,6 +113,12 @@ error_codes! {
     ExpectedRevisionNotAllowed => "EXPECTED_REVISION_NOT_ALLOWED",
     /// A glob or regular expression that does not compile (or is too large).
     InvalidPattern => "INVALID_PATTERN",
+    /// An Agent task holds the workdir's writer lease.
+    WorkdirBusy => "WORKDIR_BUSY",
+    /// The lease is free but an Agent recovery guard is present.
+    WorkdirRecoveryRequired => "WORKDIR_RECOVERY_REQUIRED",
+    /// The writer-lease artifact is missing, unsafe or cannot be opened.
+    AgentLockUnavailable => "AGENT_LOCK_UNAVAILABLE",
 }
 
 #[cfg(test)]
@@ -168,6 +174,9 @@ mod tests {
                 "EXPECTED_REVISION_REQUIRED",
                 "EXPECTED_REVISION_NOT_ALLOWED",
                 "INVALID_PATTERN",
+                "WORKDIR_BUSY",
+                "WORKDIR_RECOVERY_REQUIRED",
+                "AGENT_LOCK_UNAVAILABLE",
             ]
         );
     }

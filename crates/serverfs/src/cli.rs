@@ -12,7 +12,7 @@ use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
 use crate::mcp::ServerFs;
-use crate::service::{FileService, NoLease, WorkdirRegistry};
+use crate::service::{BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease};
 use crate::tokens::TokenStore;
 
 /// Exit status for configuration and start-up errors.
@@ -169,9 +169,14 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     }
     crate::logging::init(config.server.log_level.as_str());
     log_startup(&config, if http.is_some() { "http" } else { "stdio" });
-    // The Bridge's writer-lease reader arrives with the agent tools; until
-    // then no agent can hold a lease, so mutations need none.
-    let files = FileService::new(registry, config.server.clone(), Arc::new(NoLease));
+    // With the Agent Bridge enabled every mutation takes the workdir's
+    // cross-process writer lease; otherwise no lock file is ever touched.
+    let lease: Arc<dyn WriterLease> = if config.agent.bridge_enabled {
+        Arc::new(BridgeLease::new(config.agent.lock_dir.clone()))
+    } else {
+        Arc::new(NoLease)
+    };
+    let files = FileService::new(registry, config.server.clone(), lease);
     let largest_binary_cap = config
         .workdirs
         .iter()

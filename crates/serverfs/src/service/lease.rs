@@ -3,11 +3,16 @@
 //!
 //! With the Agent Bridge enabled, an agent task writing in a workdir holds
 //! that workdir's lease, and ServerFS mutations must not interleave with
-//! it. The lease reader that implements this arrives with the agent tools;
-//! until then, and whenever the Bridge is disabled, [`NoLease`] is used and
-//! the base surface never touches a lock file.
+//! it: [`BridgeLease`] takes the lease (non-blocking) for the whole
+//! filesystem part of each mutation. With the Bridge disabled, [`NoLease`]
+//! is used and the base surface never touches a lock file. Reads never take
+//! a lease.
+
+use std::path::PathBuf;
 
 use serverfs_config::WorkdirConfig;
+use serverfs_lease::{LeaseError, LeaseErrorCode, LeaseId};
+use serverfs_protocol::ErrorCode;
 
 use crate::mcp::error::ToolError;
 
@@ -30,5 +35,51 @@ pub struct NoLease;
 impl WriterLease for NoLease {
     fn acquire(&self, _workdir: &WorkdirConfig) -> Result<LeaseGuard, ToolError> {
         Ok(Box::new(()))
+    }
+}
+
+/// The lease when the Agent Bridge is enabled: the workdir's lock artifact
+/// in the Bridge's lock directory, which ServerFS only opens (never creates
+/// or changes). Slot workdirs (container mode) use the legacy `slot:NN`
+/// identity, all others `alias:<alias>`.
+#[derive(Debug, Clone)]
+pub struct BridgeLease {
+    lock_dir: PathBuf,
+}
+
+impl BridgeLease {
+    /// A reader of the lease artifacts in `lock_dir`.
+    pub fn new(lock_dir: PathBuf) -> BridgeLease {
+        BridgeLease { lock_dir }
+    }
+}
+
+impl WriterLease for BridgeLease {
+    fn acquire(&self, workdir: &WorkdirConfig) -> Result<LeaseGuard, ToolError> {
+        let alias = workdir.alias.as_str();
+        let id = match workdir.legacy_slot {
+            Some(slot) => LeaseId::slot(slot),
+            None => LeaseId::alias(alias),
+        };
+        let guard = id
+            .and_then(|id| serverfs_lease::try_acquire(&self.lock_dir, &id))
+            .map_err(|e| lease_error(&e))?;
+        Ok(Box::new(guard))
+    }
+}
+
+/// The lease's refusal as the client sees it: the lease crate's messages
+/// name the workdir, never a host path.
+fn lease_error(error: &LeaseError) -> ToolError {
+    let code = match error.code() {
+        LeaseErrorCode::WorkdirBusy => ErrorCode::WorkdirBusy,
+        LeaseErrorCode::WorkdirRecoveryRequired => ErrorCode::WorkdirRecoveryRequired,
+        LeaseErrorCode::AgentLockUnavailable
+        | LeaseErrorCode::LockPathUnsafe
+        | LeaseErrorCode::InvalidLeaseId => ErrorCode::AgentLockUnavailable,
+    };
+    ToolError {
+        code,
+        message: error.to_string(),
     }
 }

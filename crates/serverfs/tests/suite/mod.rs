@@ -6,6 +6,7 @@ mod deploy;
 mod doctor;
 mod hostile_paths;
 mod http;
+mod lease;
 mod logging;
 mod mutations;
 mod paging;
