@@ -53,10 +53,6 @@ async fn mutation_codes(server: &Server) -> Vec<String> {
         .ok("stat_file", json!({"workdir": "w", "path": "a.txt"}))
         .await["revision"]
         .clone();
-    let dir_rev = server
-        .ok("stat_file", json!({"workdir": "w", "path": "empty"}))
-        .await["revision"]
-        .clone();
     let calls = [
         (
             "create_text_file",
