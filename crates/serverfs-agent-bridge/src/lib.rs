@@ -54,6 +54,8 @@
 mod error;
 mod platform;
 mod process;
+pub mod rpc;
+pub mod store;
 
 pub use error::{BridgeError, CommandProblem};
 pub use process::{

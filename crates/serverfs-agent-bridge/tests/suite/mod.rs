@@ -1,7 +1,9 @@
 //! One module per concern; `support` holds the shared helpers.
 
 mod environment;
+mod rpc;
 mod spawn;
 mod stderr;
+mod store;
 mod support;
 mod termination;
