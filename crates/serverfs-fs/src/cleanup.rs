@@ -2,10 +2,10 @@
 
 use std::os::fd::AsFd;
 
-use rustix::fs::{AtFlags, Dir, FileType, unlinkat};
+use rustix::fd::BorrowedFd;
+use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, flock, openat, unlinkat};
 
-use crate::publish::temp_owner_pid;
-use crate::{RelPath, Workdir};
+use crate::{RESERVED_TEMP_PREFIX, RelPath, Workdir};
 
 /// What a cleanup pass found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -19,8 +19,9 @@ pub struct CleanupReport {
 }
 
 impl Workdir {
-    /// Removes ServerFS temporary files whose creating process no longer
-    /// exists, anywhere beneath the root, visiting at most `max_entries`
+    /// Removes ServerFS temporary files that no writer holds (a writer
+    /// keeps its temporary file `flock`ed until it publishes or gives up),
+    /// anywhere beneath the root, visiting at most `max_entries`
     /// entries. Symlinks are never followed; directories are re-opened from
     /// the root one at a time, so descriptor use stays constant. Errors on
     /// individual directories are skipped: cleanup is best effort.
@@ -48,10 +49,9 @@ impl Workdir {
                 if name == "." || name == ".." {
                     continue;
                 }
-                if let Some(pid) = temp_owner_pid(name) {
+                if name.starts_with(RESERVED_TEMP_PREFIX) {
                     if entry.file_type() == FileType::RegularFile
-                        && !process_alive(pid)
-                        && unlinkat(dir_fd.as_fd(), name, AtFlags::empty()).is_ok()
+                        && remove_if_abandoned(dir_fd.as_fd(), name)
                     {
                         report.removed += 1;
                     }
@@ -64,14 +64,18 @@ impl Workdir {
     }
 }
 
-/// True when a process with this id exists (our own process counts: a
-/// temporary file of this very process is never stale).
-fn process_alive(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+/// Removes the temporary file `name` if no writer holds its lock. The
+/// lock is taken (without waiting) and kept across the unlink, so a file
+/// in use by a live ServerFS — in this process or any other, in any PID
+/// namespace — is never removed.
+fn remove_if_abandoned(dir: BorrowedFd<'_>, name: &str) -> bool {
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let Ok(fd) = openat(dir, name, flags, Mode::empty()) else {
         return false;
     };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
+    if flock(&fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return false; // a live writer holds it
+    }
+    unlinkat(dir, name, AtFlags::empty()).is_ok()
 }

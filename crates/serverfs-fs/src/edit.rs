@@ -1,6 +1,7 @@
 //! `edit_text_file`: ordered exact-text replacements, all or nothing.
 
 use std::io::Read;
+use std::time::{Duration, Instant};
 
 use rustix::fs::fstat;
 
@@ -10,6 +11,8 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Unified diffs longer than this are cut (and flagged) so one edit of a
 /// large file cannot produce an unbounded response.
 pub const MAX_DIFF_BYTES: usize = 64 * 1024;
+/// Time the diff algorithm may take before it settles for a coarser diff.
+const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 
 /// One replacement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +106,7 @@ impl Workdir {
             return Err(FsError::BinaryFile);
         }
         let text = std::str::from_utf8(body).map_err(|_| FsError::InvalidUtf8)?;
-        let edited = apply_edits(text, edits)?;
+        let edited = apply_edits(text, edits, limits.max_write_bytes)?;
         let mut result = Vec::with_capacity(bom.len() + edited.len());
         result.extend_from_slice(bom);
         result.extend_from_slice(edited.as_bytes());
@@ -156,7 +159,11 @@ fn validate_edits(edits: &[TextEdit], limits: EditLimits) -> Result<(), FsError>
 
 /// Applies each edit to the result of the previous ones. An empty
 /// `old_text` only fills an empty file (with `expected_count` 1).
-pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, FsError> {
+pub fn apply_edits(text: &str, edits: &[TextEdit], max_bytes: u64) -> Result<String, FsError> {
+    let too_large = || FsError::WriteTooLarge {
+        what: "edited file",
+        limit: max_bytes,
+    };
     let mut current = text.to_owned();
     for (i, edit) in edits.iter().enumerate() {
         let conflict = |reason: String| FsError::EditConflict {
@@ -168,6 +175,9 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, FsError> {
         }
         if edit.old_text.is_empty() {
             if current.is_empty() && edit.expected_count == 1 {
+                if edit.new_text.len() as u64 > max_bytes {
+                    return Err(too_large());
+                }
                 current = edit.new_text.clone();
                 continue;
             }
@@ -182,15 +192,29 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, FsError> {
                 edit.expected_count
             )));
         }
+        // Size the result before building it: a short old_text replaced
+        // many times by a long new_text could otherwise ask for gigabytes.
+        let grown = (current.len() as u64)
+            .checked_sub(found as u64 * edit.old_text.len() as u64)
+            .and_then(|rest| {
+                rest.checked_add((found as u64).checked_mul(edit.new_text.len() as u64)?)
+            });
+        if grown.is_none_or(|size| size > max_bytes) {
+            return Err(too_large());
+        }
         current = current.replace(edit.old_text.as_str(), &edit.new_text);
     }
     Ok(current)
 }
 
 /// A unified diff with three lines of context, cut at [`MAX_DIFF_BYTES`]
-/// on a line boundary.
+/// on a line boundary. The diff algorithm is quadratic in the worst case,
+/// so it gets a deadline, after which it settles for a coarser (still
+/// correct) diff: the mutation lock and writer lease are held meanwhile.
 fn unified_diff(name: &str, before: &str, after: &str) -> (String, bool) {
-    let diff = similar::TextDiff::from_lines(before, after)
+    let diff = similar::TextDiff::configure()
+        .deadline(Instant::now() + DIFF_DEADLINE)
+        .diff_lines(before, after)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{name}"), &format!("b/{name}"))
@@ -198,7 +222,9 @@ fn unified_diff(name: &str, before: &str, after: &str) -> (String, bool) {
     if diff.len() <= MAX_DIFF_BYTES {
         return (diff, false);
     }
-    let cut = diff[..MAX_DIFF_BYTES].rfind('\n').map_or(0, |i| i + 1);
+    // Cut at the last newline within the bound (searching bytes: the bound
+    // itself may fall inside a multi-byte character).
+    let cut = memchr::memrchr(b'\n', &diff.as_bytes()[..MAX_DIFF_BYTES]).map_or(0, |i| i + 1);
     (diff[..cut].to_owned(), true)
 }
 
@@ -216,13 +242,18 @@ mod tests {
 
     #[test]
     fn edits_apply_in_order_and_replace_all() {
-        let out = apply_edits("a-b-a\r\n", &[edit("a", "x", 2), edit("x-b", "y", 1)]).unwrap();
+        let out = apply_edits(
+            "a-b-a\r\n",
+            &[edit("a", "x", 2), edit("x-b", "y", 1)],
+            1 << 20,
+        )
+        .unwrap();
         assert_eq!(out, "y-x\r\n");
     }
 
     #[test]
     fn counts_must_match() {
-        let err = apply_edits("aaa", &[edit("aa", "b", 2)]).unwrap_err();
+        let err = apply_edits("aaa", &[edit("aa", "b", 2)], 1 << 20).unwrap_err();
         assert_eq!(
             err,
             FsError::EditConflict {
@@ -230,15 +261,53 @@ mod tests {
                 reason: "expected 2 occurrence(s) of old_text, found 1".to_owned()
             }
         );
-        let err = apply_edits("abc", &[edit("b", "B", 1), edit("zzz", "", 1)]).unwrap_err();
+        let err =
+            apply_edits("abc", &[edit("b", "B", 1), edit("zzz", "", 1)], 1 << 20).unwrap_err();
         assert!(matches!(err, FsError::EditConflict { index: 2, .. }));
     }
 
     #[test]
     fn empty_old_text_only_fills_an_empty_file() {
-        assert_eq!(apply_edits("", &[edit("", "new\n", 1)]).unwrap(), "new\n");
-        assert!(apply_edits("x", &[edit("", "new", 1)]).is_err());
-        assert!(apply_edits("", &[edit("", "new", 2)]).is_err());
+        assert_eq!(
+            apply_edits("", &[edit("", "new\n", 1)], 1 << 20).unwrap(),
+            "new\n"
+        );
+        assert!(apply_edits("x", &[edit("", "new", 1)], 1 << 20).is_err());
+        assert!(apply_edits("", &[edit("", "new", 2)], 1 << 20).is_err());
+    }
+
+    #[test]
+    fn growth_is_refused_before_it_is_built() {
+        let text = "a".repeat(1 << 20);
+        // A million one-byte matches each replaced by a kilobyte would need
+        // a gigabyte; the size is computed first and refused.
+        let huge = edit("a", &"b".repeat(1000), 1 << 20);
+        let err = apply_edits(&text, &[huge], 1 << 20).unwrap_err();
+        assert_eq!(err.code(), serverfs_protocol::ErrorCode::WriteTooLarge);
+        // Exactly at the limit is fine.
+        let same = edit("a", "b", 1 << 20);
+        assert_eq!(apply_edits(&text, &[same], 1 << 20).unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn long_non_ascii_diffs_are_cut_on_a_line_boundary() {
+        // Multi-byte characters everywhere: the cut point falls inside one.
+        let before: String = (0..3_000)
+            .map(|i| format!("{i:04} {}\n", "é".repeat(20)))
+            .collect();
+        let after = before.replace('é', "è");
+        let full = similar::TextDiff::from_lines(before.as_str(), after.as_str())
+            .unified_diff()
+            .context_radius(3)
+            .header("a/f.txt", "b/f.txt")
+            .to_string();
+        assert!(
+            !full.is_char_boundary(MAX_DIFF_BYTES),
+            "the bound must fall inside a character"
+        );
+        let (diff, truncated) = unified_diff("f.txt", &before, &after);
+        assert!(truncated);
+        assert!(diff.len() <= MAX_DIFF_BYTES && diff.ends_with('\n'));
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Workdir {
             Err(Errno::NOENT) => {}
             Err(errno) => return Err(FsError::from_mutation_errno(errno)),
         }
-        let mut temp = TempFile::create(dir.as_fd())?;
+        let mut temp = TempFile::create(dir.as_fd(), 0o666)?;
         temp.write_all(content)?;
         temp.publish_new(name)
     }
@@ -187,7 +187,7 @@ impl ReplaceTarget<'_> {
     /// target's metadata onto it, re-checks the target's revision by name
     /// and renames over it.
     pub(crate) fn publish(&self, content: &[u8]) -> Result<Revision, FsError> {
-        let mut temp = TempFile::create(self.dir.as_fd())?;
+        let mut temp = TempFile::create(self.dir.as_fd(), 0o600)?;
         temp.write_all(content)?;
         temp.copy_metadata_from(&self.fd, &self.stat)?;
         temp.publish_over(self.name, || {

@@ -2,8 +2,8 @@
 //! once, or not at all.
 //!
 //! Both paths write the payload to a temporary file in the target's own
-//! directory (same filesystem, so the final step is a rename), fsync it,
-//! and only then make it visible:
+//! directory (same filesystem, so the final step is a rename), give it its
+//! final metadata, fsync it, and only then make it visible:
 //!
 //! - create: `renameat2(RENAME_NOREPLACE)` — fails if *anything* exists at
 //!   the name (a dangling symlink included), so a create never overwrites;
@@ -15,8 +15,9 @@
 //! Then the directory is fsynced so the new name survives a crash. A
 //! failure before the rename leaves the old state and removes the
 //! temporary file; a crash leaves at most a temporary file, whose reserved
-//! name (`.serverfs-tmp-<pid>-…`) no tool shows and which start-up removes
-//! once its creating process is gone.
+//! name (`.serverfs-tmp-…`) no tool shows. Each temporary file is `flock`ed
+//! by its writer for its whole life, so start-up cleanup removes exactly
+//! the ones nobody holds — whatever process ids a restart reuses.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,16 +41,23 @@ pub(crate) struct TempFile<'a> {
 
 impl<'a> TempFile<'a> {
     /// Creates an empty temporary file in `dir` (a readable directory
-    /// descriptor), mode `0666 & ~umask`: new files are never executable.
-    pub(crate) fn create(dir: BorrowedFd<'a>) -> Result<TempFile<'a>, FsError> {
+    /// descriptor) with `mode` (less the umask) and locks it. New files use
+    /// `0o666` (never executable); replacements use `0o600`, so the new
+    /// content of a private file is never readable by others before the
+    /// original's mode is copied on.
+    pub(crate) fn create(dir: BorrowedFd<'a>, mode: u32) -> Result<TempFile<'a>, FsError> {
         // O_EXCL | O_NOFOLLOW: a name someone planted (even a symlink) is
         // never reused; we just try another.
         for _ in 0..16 {
             let name = temp_name();
             let flags =
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match openat(dir, name.as_str(), flags, Mode::from_raw_mode(0o666)) {
+            match openat(dir, name.as_str(), flags, Mode::from_raw_mode(mode)) {
                 Ok(fd) => {
+                    // Nobody else can hold it yet; the lock marks the file
+                    // as in use until this descriptor closes.
+                    rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                        .map_err(FsError::from_mutation_errno)?;
                     return Ok(TempFile {
                         dir,
                         name,
@@ -66,10 +74,9 @@ impl<'a> TempFile<'a> {
         })
     }
 
-    /// Writes the whole payload and fsyncs it.
+    /// Writes the whole payload (made durable at publication).
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<(), FsError> {
-        self.file.write_all(bytes).map_err(io_to_fs)?;
-        fsync(&self.file).map_err(FsError::from_mutation_errno)
+        self.file.write_all(bytes).map_err(io_to_fs)
     }
 
     /// Copies ownership, mode (with setuid/setgid/sticky) and extended
@@ -99,6 +106,7 @@ impl<'a> TempFile<'a> {
 
     /// Publishes under `name` without ever replacing an existing object.
     pub(crate) fn publish_new(mut self, name: &str) -> Result<Revision, FsError> {
+        fsync(&self.file).map_err(FsError::from_mutation_errno)?;
         match renameat_with(
             self.dir,
             self.name.as_str(),
@@ -135,6 +143,8 @@ impl<'a> TempFile<'a> {
         name: &str,
         check: impl FnOnce() -> Result<(), FsError>,
     ) -> Result<Revision, FsError> {
+        // Content, owner, mode and attributes are durable before the rename.
+        fsync(&self.file).map_err(FsError::from_mutation_errno)?;
         check()?;
         renameat(self.dir, self.name.as_str(), self.dir, name)
             .map_err(FsError::from_mutation_errno)?;
@@ -154,8 +164,8 @@ impl Drop for TempFile<'_> {
 }
 
 /// Fsyncs a directory so that a new or removed name survives a crash. A
-/// failure is logged by the caller's audit only indirectly: the change is
-/// already visible and cannot be undone, so it does not fail the call.
+/// failure does not fail the call: the change is already visible and
+/// cannot be undone.
 pub(crate) fn sync_dir(dir: BorrowedFd<'_>) {
     let _ = fsync(dir);
 }
@@ -170,9 +180,8 @@ pub(crate) fn recheck(dir: BorrowedFd<'_>, name: &str, expected: &str) -> Result
     Ok(())
 }
 
-/// The process id is part of the name so that start-up cleanup can tell
-/// an abandoned temporary file (creator gone) from one still being
-/// written by another live ServerFS process.
+/// A name unique across processes (process id, counter, time); `O_EXCL`
+/// retries cover the rest.
 fn temp_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let pid = rustix::process::getpid().as_raw_nonzero().get();
@@ -182,15 +191,6 @@ fn temp_name() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{RESERVED_TEMP_PREFIX}{pid}-{count:x}{nanos:08x}")
-}
-
-/// The creating process id encoded in a temporary name, if it is one.
-pub(crate) fn temp_owner_pid(name: &str) -> Option<i32> {
-    name.strip_prefix(RESERVED_TEMP_PREFIX)?
-        .split('-')
-        .next()?
-        .parse()
-        .ok()
 }
 
 fn copy_xattrs(from: &OwnedFd, to: &std::fs::File) -> Result<(), FsError> {
@@ -255,15 +255,10 @@ pub(crate) fn reopen_dir(dir: BorrowedFd<'_>) -> Result<OwnedFd, FsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::temp_owner_pid;
-
     #[test]
-    fn temp_names_carry_the_pid() {
-        let name = super::temp_name();
-        let pid = rustix::process::getpid().as_raw_nonzero().get();
-        assert_eq!(temp_owner_pid(&name), Some(pid));
-        assert!(crate::is_reserved(&name));
-        assert_eq!(temp_owner_pid(".serverfs-tmp-x"), None);
-        assert_eq!(temp_owner_pid("plain"), None);
+    fn temp_names_are_reserved_and_distinct() {
+        let (a, b) = (super::temp_name(), super::temp_name());
+        assert_ne!(a, b);
+        assert!(crate::is_reserved(&a) && crate::is_reserved(&b));
     }
 }

@@ -262,7 +262,8 @@ fn io_error(error: std::io::Error) -> FsError {
 /// the next line, and that line's number. Encoded as URL-safe base64 of
 /// `c1:<revision>:<offset>:<line>` — opaque to clients, but carrying no
 /// secret, so it needs no signature: a forged one can only point at a line
-/// start of the same unchanged file, which the caller may read anyway.
+/// start of the same unchanged file, which the caller may read anyway
+/// (with possibly wrong line numbers, which is the forger's problem).
 struct Cursor {
     revision: String,
     offset: u64,
@@ -296,7 +297,10 @@ impl Cursor {
         };
         let offset = offset.parse().map_err(|_| FsError::MalformedCursor)?;
         let line: u64 = line.parse().map_err(|_| FsError::MalformedCursor)?;
-        if line == 0 {
+        // Every line before `line` takes at least one byte, so a genuine
+        // cursor has `line <= offset + 1`; anything else was forged, and
+        // would also make the page's line arithmetic overflow.
+        if line == 0 || line.saturating_sub(1) > offset {
             return Err(FsError::MalformedCursor);
         }
         Ok(Cursor {

@@ -415,6 +415,12 @@ fn entry_exists(dir: BorrowedFd<'_>, name: &str) -> bool {
 /// `None`; running out of descriptors is an error, never a silent skip
 /// (which would drop rules and search ignored files).
 fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Result<Option<String>, FsError> {
+    // The type is checked before opening, so a FIFO or device planted as
+    // `.ignore` is never opened (the fstat below catches a swap).
+    match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {}
+        _ => return Ok(None),
+    }
     let flags =
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = match openat(dir, name, flags, Mode::empty()) {

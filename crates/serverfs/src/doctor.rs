@@ -32,9 +32,9 @@ use serverfs_config::{
     Config, ConfigError, ConfigSource, HttpAuth, SlotProblem, WorkdirConfig, select_source,
 };
 use serverfs_fs::{PathPolicy, RelPath, Resolver, Workdir};
-use sha2::{Digest, Sha256};
 
 use crate::cli::DoctorArgs;
+use crate::service::lease_id;
 use crate::tokens::{TokenStore, check_private};
 
 /// Exit status when at least one check failed.
@@ -411,11 +411,19 @@ fn check_bridge(report: &mut Report, config: &Config) {
     }
     check_shared_dir(report, "agent lock directory", &agent.lock_dir);
 
-    let mut any = false;
-    for workdir in config.workdirs.iter().filter(|w| w.agent_mode.is_enabled()) {
-        any = true;
+    // Every mutation of every workdir takes the lease while the Bridge is
+    // enabled, so every workdir that can be written (or run an agent)
+    // needs its artifact.
+    let needs_lock = |w: &&WorkdirConfig| !w.read_only || w.agent_mode.is_enabled();
+    for workdir in config.workdirs.iter().filter(needs_lock) {
         let check = format!("workdir {} lock", workdir.alias);
-        let artifact = agent.lock_dir.join(format!("{}.lock", lock_stem(workdir)));
+        let artifact = match lease_id(workdir) {
+            Ok(id) => agent.lock_dir.join(id.lock_file_name()),
+            Err(e) => {
+                report.fail(&check, format!("no valid lease identity: {e}"));
+                continue;
+            }
+        };
         match std::fs::symlink_metadata(&artifact) {
             Ok(meta) if meta.file_type().is_file() => {
                 report.ok(&check, format!("{artifact:?} exists"));
@@ -431,7 +439,7 @@ fn check_bridge(report: &mut Report, config: &Config) {
             Err(e) => report.fail(&check, format!("{artifact:?} cannot be inspected: {e}")),
         }
     }
-    if !any {
+    if !config.workdirs.iter().any(|w| w.agent_mode.is_enabled()) {
         report.warn(
             "agent bridge",
             "enabled, but no workdir enables agents: the agent tools are not offered",
@@ -457,23 +465,6 @@ fn check_shared_dir(report: &mut Report, check: &str, dir: &Path) {
         ),
         Ok(_) => report.ok(check, format!("{dir:?} is a directory, not world-writable")),
     }
-}
-
-/// The writer-lease artifact stem (spec §10.2): the slot number `NN` for
-/// an environment slot, else the first 40 hex digits of the SHA-256 of
-/// `alias:<alias>`.
-fn lock_stem(workdir: &WorkdirConfig) -> String {
-    match workdir.legacy_slot {
-        Some(slot) => format!("{slot:02}"),
-        None => alias_stem(workdir.alias.as_str()),
-    }
-}
-
-fn alias_stem(alias: &str) -> String {
-    let digest = Sha256::digest(format!("alias:{alias}").as_bytes());
-    let mut hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    hex.truncate(40);
-    hex
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {
@@ -587,20 +578,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn alias_stem_matches_the_spec_example() {
+    fn lock_files_follow_the_lease_identity() {
+        let alias = serverfs_config::WorkdirAlias::new("repo").unwrap();
+        let mut workdir = WorkdirConfig::with_defaults(alias, "/srv/repo".into());
         assert_eq!(
-            alias_stem("repo"),
-            "255b6be1a22d261f7c81e80e37b195e16c9212de"
+            lease_id(&workdir).unwrap().lock_file_name(),
+            "255b6be1a22d261f7c81e80e37b195e16c9212de.lock"
         );
-    }
-
-    #[test]
-    fn slot_workdirs_use_the_slot_number() {
-        let alias = serverfs_config::WorkdirAlias::new("docs").unwrap();
-        let mut workdir = WorkdirConfig::with_defaults(alias, "/srv/docs".into());
-        assert_eq!(lock_stem(&workdir), alias_stem("docs"));
         workdir.legacy_slot = Some(3);
-        assert_eq!(lock_stem(&workdir), "03");
+        assert_eq!(lease_id(&workdir).unwrap().lock_file_name(), "03.lock");
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub fn init(level: &str) {
         .with_target(false)
         .with_ansi(false)
         .with_writer(std::io::stderr)
-        .with_env_filter(EnvFilter::new(level))
+        // Our own events at the chosen level; every dependency at warn at
+        // most, since rmcp's debug logs print whole requests and results
+        // (file content, edit texts, uploads) and hyper's print headers.
+        .with_env_filter(EnvFilter::new(format!("warn,serverfs={level}")))
         .try_init();
 }

@@ -252,16 +252,22 @@ fs_test!(delete_directory_rules, |t, resolver| {
 fs_test!(ranged_reads_and_stale_temp_cleanup, |t, resolver| {
     let bytes: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
     t.file("blob.bin", &bytes);
-    // An abandoned temp file of a process that cannot exist (pid 2^22+1
-    // is above the kernel's pid_max), and a live one of ours.
-    let dead = format!("{}{}-abc", serverfs_fs::RESERVED_TEMP_PREFIX, (1 << 22) + 1);
-    let live = format!(
-        "{}{}-abc",
-        serverfs_fs::RESERVED_TEMP_PREFIX,
-        std::process::id()
-    );
+    // Two abandoned temp files — one even named with this very process's
+    // id, as after a restart in a container where the pid is reused — and
+    // one whose writer still holds its lock.
+    let prefix = serverfs_fs::RESERVED_TEMP_PREFIX;
+    let dead = format!("{prefix}{}-abc", (1 << 22) + 1);
+    let reused_pid = format!("{prefix}{}-def", std::process::id());
+    let live = format!("{prefix}{}-abc", std::process::id());
     t.file(&format!("sub/{dead}"), "debris")
+        .file(&format!("sub/{reused_pid}"), "debris")
         .file(&format!("sub/{live}"), "in flight");
+    let writer = std::fs::File::open(t.path(&format!("sub/{live}"))).unwrap();
+    rustix::fs::flock(
+        &writer,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    )
+    .unwrap();
     let w = open(t, resolver);
     let mut got = Vec::new();
     let mut offset = 0u64;
@@ -295,8 +301,14 @@ fs_test!(ranged_reads_and_stale_temp_cleanup, |t, resolver| {
         ErrorCode::BinaryFileTooLarge
     );
     let report = w.remove_stale_temp_files(1000);
-    assert_eq!(report.removed, 1);
-    assert_eq!(names(&t.path("sub")), [live]);
+    assert_eq!(report.removed, 2);
+    assert_eq!(names(&t.path("sub")), std::slice::from_ref(&live));
+    drop(writer);
+    assert_eq!(
+        w.remove_stale_temp_files(1000).removed,
+        1,
+        "released: now abandoned"
+    );
     let _ = std::fs::metadata(t.path("blob.bin")).unwrap().ino();
 });
 

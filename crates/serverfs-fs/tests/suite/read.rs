@@ -173,3 +173,17 @@ fs_test!(stale_and_forged_cursors, |t, resolver| {
     let err = page(&w, "t.txt", PageStart::Cursor(cursor), 1, 100).unwrap_err();
     assert_eq!(err.code(), ErrorCode::CursorStale);
 });
+
+fs_test!(cursor_line_numbers_cannot_overflow, |t, resolver| {
+    t.file("t.txt", "one\ntwo\n");
+    let w = open(t, resolver);
+    let first = page(&w, "t.txt", PageStart::Line(1), 1, 100).unwrap();
+    use base64::Engine;
+    let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(
+        "c1:{}:4:{}",
+        first.revision,
+        u64::MAX
+    ));
+    let err = page(&w, "t.txt", PageStart::Cursor(forged), 1, 100).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+});

@@ -6,6 +6,25 @@ use serde_json::json;
 use serverfs_fs::FsError;
 use serverfs_protocol::ErrorCode;
 
+/// Longest echo of a caller's string in a message, in characters: a
+/// multi-megabyte path must not come back (twice) in its own error.
+const MAX_ECHO_CHARS: usize = 256;
+
+/// The caller's string, escaped (control characters cannot forge text or
+/// log lines) and cut to [`MAX_ECHO_CHARS`].
+fn echo(text: &str) -> String {
+    let mut shown: String = text
+        .chars()
+        .take(MAX_ECHO_CHARS)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    if text.chars().nth(MAX_ECHO_CHARS).is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
 /// A failed tool call, as the client sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
@@ -36,7 +55,7 @@ impl ToolError {
             code: ErrorCode::WorkdirNotFound,
             message: format!(
                 "'{}' is not a configured workdir; call list_workdirs",
-                alias.escape_debug()
+                echo(alias)
             ),
         }
     }

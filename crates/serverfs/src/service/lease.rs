@@ -56,15 +56,20 @@ impl BridgeLease {
 
 impl WriterLease for BridgeLease {
     fn acquire(&self, workdir: &WorkdirConfig) -> Result<LeaseGuard, ToolError> {
-        let alias = workdir.alias.as_str();
-        let id = match workdir.legacy_slot {
-            Some(slot) => LeaseId::slot(slot),
-            None => LeaseId::alias(alias),
-        };
-        let guard = id
+        let guard = lease_id(workdir)
             .and_then(|id| serverfs_lease::try_acquire(&self.lock_dir, &id))
             .map_err(|e| lease_error(&e))?;
         Ok(Box::new(guard))
+    }
+}
+
+/// The lease identity of a workdir: `slot:NN` for a container slot (the
+/// legacy layout the Bridge's container setup shares), `alias:<alias>`
+/// otherwise (spec-mcp-filesystem.md §10.2).
+pub fn lease_id(workdir: &WorkdirConfig) -> Result<LeaseId, LeaseError> {
+    match workdir.legacy_slot {
+        Some(slot) => LeaseId::slot(slot),
+        None => LeaseId::alias(workdir.alias.as_str()),
     }
 }
 

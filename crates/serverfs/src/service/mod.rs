@@ -9,5 +9,5 @@ mod search;
 
 pub use binary::Download;
 pub use files::FileService;
-pub use lease::{BridgeLease, NoLease, WriterLease};
+pub use lease::{BridgeLease, NoLease, WriterLease, lease_id};
 pub use registry::{WorkdirHandle, WorkdirRegistry};

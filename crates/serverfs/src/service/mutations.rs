@@ -103,17 +103,27 @@ impl FileService {
         let limit = target.workdir.config.max_write_bytes;
         let content = params.content;
         let bytes_written = content.len() as u64;
+        // The content's own faults are reported before the lease is taken,
+        // so a busy workdir does not hide them.
+        let content_error = if content.contains('\0') {
+            Some(FsError::BinaryContent)
+        } else if bytes_written > limit {
+            Some(FsError::WriteTooLarge {
+                what: "content",
+                limit,
+            })
+        } else {
+            None
+        };
+        if let Some(error) = content_error {
+            return Err(ToolError::fs(
+                error,
+                &params.workdir,
+                &target.path.as_string(),
+            ));
+        }
         let revision = self
             .mutate(&target, move |fs, path| {
-                if content.contains('\0') {
-                    return Err(FsError::BinaryContent);
-                }
-                if content.len() as u64 > limit {
-                    return Err(FsError::WriteTooLarge {
-                        what: "content",
-                        limit,
-                    });
-                }
                 fs.create_file(path, content.as_bytes())
             })
             .await?;

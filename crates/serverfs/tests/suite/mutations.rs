@@ -1180,6 +1180,9 @@ async fn delete_directory_result_and_refusals() {
         .symlink("linkdir", "real")
         .symlink("outdir", t.outside());
     t.dir("nested/child");
+    // A live writer's temporary file (it holds the lock), which start-up
+    // cleanup must leave alone.
+    let _writer = hold_temp(&t.path("temp-only/.serverfs-tmp-planted"));
     let server = rw_server(&t, &[]).await;
     let before = snapshot(&t.root());
     let rmdir =
@@ -1271,6 +1274,16 @@ async fn delete_directory_result_and_refusals() {
 // ---------------------------------------------------------------------------
 // Temporary names
 
+/// Holds the lock a live ServerFS writer keeps on its temporary file.
+fn hold_temp(path: &std::path::Path) -> std::fs::File {
+    let file = std::fs::File::open(path).unwrap();
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    file
+}
+
+/// Temporary files of a live writer (locked) are never shown or touched;
+/// the abandoned ones that start-up cleanup removes are covered by the
+/// crash test.
 #[tokio::test]
 async fn planted_temp_names_are_never_shown_or_touched() {
     let t = TempWorkdir::new();
@@ -1278,6 +1291,10 @@ async fn planted_temp_names_are_never_shown_or_touched() {
         .file("d/.serverfs-tmp-also", "planted\n")
         .file(".visible", "hidden but allowed\n")
         .file("d/f.txt", "f\n");
+    let _writers = [
+        hold_temp(&t.path(".serverfs-tmp-planted")),
+        hold_temp(&t.path("d/.serverfs-tmp-also")),
+    ];
     let spec = format!("{W}={}:rw", t.root().display());
     let server = Server::start(&["--workdir", &spec], &[("SERVERFS_ALLOW_HIDDEN", "true")]).await;
     let names = |listing: &Value| -> Vec<String> {
