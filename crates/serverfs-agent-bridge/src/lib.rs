@@ -51,6 +51,7 @@
 
 #![warn(missing_docs)]
 
+pub mod adapter;
 mod error;
 mod platform;
 mod process;

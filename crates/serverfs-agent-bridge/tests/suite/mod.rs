@@ -1,6 +1,7 @@
 //! One module per concern; `support` holds the shared helpers.
 
 mod environment;
+mod fake;
 mod rpc;
 mod spawn;
 mod stderr;
