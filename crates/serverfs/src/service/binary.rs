@@ -32,13 +32,8 @@ impl FileService {
         if params.max_bytes == Some(0) {
             return Err(ToolError::invalid_argument("max_bytes must be at least 1"));
         }
-        let workdir = self
-            .workdirs
-            .get(&params.workdir)
-            .ok_or_else(|| ToolError::workdir_not_found(&params.workdir))?;
-        audit.set(|a| a.workdir = Some(params.workdir.clone()));
-        require_binary(&workdir)?;
-        let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
+        let (workdir, path) =
+            self.locate_checked(&params.workdir, &params.path, audit, require_binary)?;
         let range = ByteRange {
             offset: params.offset,
             max_bytes: params.max_bytes,

@@ -215,11 +215,25 @@ impl FileService {
         raw_path: &str,
         audit: &AuditRecord,
     ) -> Result<(Arc<WorkdirHandle>, RelPath), ToolError> {
+        self.locate_checked(alias, raw_path, audit, |_| Ok(()))
+    }
+
+    /// [`FileService::locate`] with a workdir-level `check` (read-write,
+    /// binary transfer enabled, …) run between the alias lookup and the
+    /// path policy, which is the documented order of refusals.
+    pub(super) fn locate_checked(
+        &self,
+        alias: &str,
+        raw_path: &str,
+        audit: &AuditRecord,
+        check: impl FnOnce(&WorkdirHandle) -> Result<(), ToolError>,
+    ) -> Result<(Arc<WorkdirHandle>, RelPath), ToolError> {
         let workdir = self
             .workdirs
             .get(alias)
             .ok_or_else(|| ToolError::workdir_not_found(alias))?;
         audit.set(|a| a.workdir = Some(alias.to_owned()));
+        check(&workdir)?;
         let path = workdir
             .fs
             .parse_path(raw_path)

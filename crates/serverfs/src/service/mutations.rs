@@ -34,23 +34,15 @@ impl FileService {
         audit: &AuditRecord,
         extra_check: impl FnOnce(&WorkdirHandle) -> Result<(), ToolError>,
     ) -> Result<MutationTarget, ToolError> {
-        let workdir = self
-            .workdirs
-            .get(alias)
-            .ok_or_else(|| ToolError::workdir_not_found(alias))?;
-        audit.set(|a| a.workdir = Some(alias.to_owned()));
-        if workdir.config.read_only {
-            return Err(ToolError {
-                code: ErrorCode::WorkdirReadOnly,
-                message: format!("workdir '{}' is read-only", alias.escape_debug()),
-            });
-        }
-        extra_check(&workdir)?;
-        let path = workdir
-            .fs
-            .parse_path(raw_path)
-            .map_err(|e| ToolError::fs(e, alias, raw_path))?;
-        audit.set(|a| a.path = Some(path.as_string()));
+        let (workdir, path) = self.locate_checked(alias, raw_path, audit, |workdir| {
+            if workdir.config.read_only {
+                return Err(ToolError {
+                    code: ErrorCode::WorkdirReadOnly,
+                    message: format!("workdir '{}' is read-only", alias.escape_debug()),
+                });
+            }
+            extra_check(workdir)
+        })?;
         if path.is_root() {
             return Err(ToolError {
                 code: ErrorCode::RootMutationNotAllowed,

@@ -621,3 +621,39 @@ async fn configured_hosts_and_origins_are_admitted() {
     .await;
     assert_eq!(other_host.status(), 403);
 }
+
+/// A bad `--new-token` name, or a token file shared with others, stops the
+/// start-up with one configuration line (exit 2) and nothing served.
+#[tokio::test]
+async fn bad_quick_start_token_or_shared_token_file_refuses_to_start() {
+    let tree = TempWorkdir::new();
+    let home = tempfile::tempdir().unwrap();
+    let spec = format!("demo={}", tree.root().display());
+    let run = |extra: &[&str], env: &[(&str, String)]| {
+        let mut command = std::process::Command::new(binary());
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--workdir", &spec])
+            .args(extra)
+            .env_clear()
+            .env("XDG_CONFIG_HOME", home.path());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    };
+    let bad_name = run(&["--new-token", "bad name"], &[]);
+    assert_eq!(bad_name.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad_name.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("invalid token name"), "{stderr}");
+
+    let shared = home.path().join("shared.json");
+    create_token(&shared, "x");
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let refused = run(
+        &[],
+        &[("SERVERFS_TOKEN_FILE", shared.display().to_string())],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("chmod 600"));
+}
