@@ -21,7 +21,8 @@
 //! | `fake: steer` | waits for a steering message | `steered=<message>` |
 //! | `fake: fail <CODE>` | the turn fails with the Bridge error code | — |
 //! | `fake: write <name> <content>` | `workspace-write` only: creates or replaces `<name>` in the cwd without following symlinks; a name with `/`, a leading `.`, NUL or `\` is refused | `wrote <name>` |
-//! | `fake: child-tree` | spawns `/bin/sh -c 'sleep 300 & sleep 300 & wait'` in its own process group through [`ProviderCommand`], kept until cancel | `child tree exited` (only if it ends by itself) |
+//! | `fake: child-tree` | spawns `/bin/sh -c 'sleep 300 & sleep 300 & wait'` in its own process group through [`ProviderCommand`], records the group with the host, kept until cancel | `child tree exited` (only if it ends by itself) |
+//! | `fake: env` | runs `/bin/sh -c env` through [`ProviderCommand`] with the adapter's proxy policy | `env: NAME=value, …` for every proxy-like (`*PROXY*`) or `SERVERFS_*` variable the child saw, sorted; `env: none` if there is none |
 //!
 //! An unknown or malformed directive fails the turn with
 //! `AGENT_PROVIDER_ERROR` before anything runs.
@@ -53,7 +54,7 @@ use super::{
     Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
     TaskContext, TurnOutcome, TurnStatus,
 };
-use crate::{ProcessGroupId, ProviderCommand};
+use crate::{ProcessGroupId, ProviderCommand, ProxyPolicy};
 
 /// The fake runtime's name.
 pub const FAKE_RUNTIME: &str = "fake";
@@ -111,6 +112,8 @@ pub enum Directive {
     },
     /// `child-tree`.
     ChildTree,
+    /// `env`.
+    Env,
 }
 
 /// Parses a fake prompt into its directives.
@@ -185,6 +188,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AdapterError> {
             })
         }
         "child-tree" => no_argument(Directive::ChildTree),
+        "env" => no_argument(Directive::Env),
         _ => Err(AdapterError::new(
             BridgeErrorCode::AgentProviderError,
             "unknown fake directive",
@@ -234,12 +238,23 @@ pub struct FakeAdapter {
     state: Mutex<State>,
     /// Numbers the tool-use ids of `write` events.
     writes: AtomicU64,
+    /// The egress proxy policy of the processes it spawns.
+    proxy: ProxyPolicy,
 }
 
 impl FakeAdapter {
-    /// A fake adapter with no active task.
+    /// A fake adapter with no active task whose processes get no proxy.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fake adapter whose processes (`child-tree`, `env`) are spawned
+    /// with `proxy`, as a real runtime's provider would be.
+    pub fn with_proxy(proxy: ProxyPolicy) -> Self {
+        Self {
+            proxy,
+            ..Self::default()
+        }
     }
 
     /// Whether `task_id` is running here (registered before `run`'s first
@@ -539,21 +554,35 @@ impl Turn {
                 write_beneath(&ctx.cwd, &name, content.as_bytes())?;
                 Ok(Some(format!("wrote {name}")))
             }
-            Directive::ChildTree => self.child_tree(ctx).await,
+            Directive::ChildTree => self.child_tree(adapter, ctx, host).await,
+            Directive::Env => guard(self.stop.clone(), deadline, child_environment(adapter, ctx))
+                .await
+                .map(Some),
         }
     }
 
     /// Spawns the process tree and keeps it until the turn is stopped (or
     /// the shell ends by itself); then stops the whole group and proves it
     /// gone.
-    async fn child_tree(&mut self, ctx: &TaskContext) -> Result<Option<String>, End> {
+    async fn child_tree(
+        &mut self,
+        adapter: &FakeAdapter,
+        ctx: &TaskContext,
+        host: &dyn Host,
+    ) -> Result<Option<String>, End> {
         let mut child = ProviderCommand::new(SHELL, &ctx.cwd)
             .args(["-c", CHILD_TREE_SCRIPT])
+            .proxy(adapter.proxy.clone())
             .spawn()
             .map_err(|error| {
                 AdapterError::new(error.code(), "the fake child tree could not be started")
             })?;
         *lock(&self.active.group) = Some(child.process_group());
+        if let Err(error) = host.record_process_group(child.process_group()).await {
+            let _stopped = child.terminate(TERMINATE_GRACE).await;
+            *lock(&self.active.group) = None;
+            return Err(End::Failed(error));
+        }
         let mut stop = self.stop.clone();
         let ended = tokio::select! {
             why = stopped(&mut stop) => Some(End::Stopped(why)),
@@ -572,6 +601,62 @@ impl Turn {
             Some(end) => Err(end),
             None => Ok(Some("child tree exited".to_owned())),
         }
+    }
+}
+
+/// Runs `env` in the cwd with the adapter's proxy policy and reports the
+/// variables a provider's egress depends on.
+async fn child_environment(
+    adapter: &FakeAdapter,
+    ctx: &TaskContext,
+) -> Result<String, AdapterError> {
+    let failed = |what: &str| {
+        AdapterError::new(
+            BridgeErrorCode::AgentProviderError,
+            format!("the fake env child {what}"),
+        )
+    };
+    let mut child = ProviderCommand::new(SHELL, &ctx.cwd)
+        .args(["-c", "env"])
+        .proxy(adapter.proxy.clone())
+        .spawn()
+        .map_err(|error| {
+            AdapterError::new(error.code(), "the fake env child could not be started")
+        })?;
+    let mut stdout = child.take_stdout().ok_or_else(|| failed("has no output"))?;
+    let mut output = Vec::new();
+    let read = tokio::io::AsyncReadExt::read_to_end(&mut stdout, &mut output).await;
+    let _stopped = child.terminate(TERMINATE_GRACE).await;
+    read.map_err(|_| failed("output could not be read"))?;
+    let text = String::from_utf8_lossy(&output);
+    let mut seen: Vec<String> = text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .filter(|(name, _)| {
+            name.to_ascii_uppercase().contains("PROXY") || name.starts_with("SERVERFS_")
+        })
+        .map(|(name, value)| describe_variable(adapter, name, value))
+        .collect();
+    seen.sort_unstable();
+    Ok(if seen.is_empty() {
+        "env: none".to_owned()
+    } else {
+        format!("env: {}", seen.join(", "))
+    })
+}
+
+/// One line of the `env` report. The proxy endpoint is a deployment secret
+/// (invariant 9) and the final text reaches the client, so `HTTPS_PROXY` is
+/// only compared with the configured endpoint; `NO_PROXY` (host names) is
+/// shown; any other value is hidden.
+fn describe_variable(adapter: &FakeAdapter, name: &str, value: &str) -> String {
+    match name {
+        "HTTPS_PROXY" if adapter.proxy.proxy_url.as_deref() == Some(value) => {
+            format!("{name}=<configured>")
+        }
+        "HTTPS_PROXY" => format!("{name}=<unexpected>"),
+        "NO_PROXY" => format!("{name}={value}"),
+        _ => format!("{name}=<set>"),
     }
 }
 

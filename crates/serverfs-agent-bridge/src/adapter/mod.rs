@@ -262,6 +262,15 @@ pub trait Host: Send + Sync {
 
     /// Persists native ids as soon as they are known.
     fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>>;
+
+    /// Records the process group of a provider process the adapter spawned
+    /// for this turn, before it can write anything. The core keeps it in the
+    /// recovery guard, so that after a Bridge crash the guard is removed only
+    /// once that group is proven gone (spec-agent-bridge.md §8.4).
+    fn record_process_group(
+        &self,
+        group: crate::ProcessGroupId,
+    ) -> BoxFuture<'_, Result<(), AdapterError>>;
 }
 
 /// One runtime: the operations the task core calls (spec-agent-bridge.md

@@ -16,7 +16,7 @@ use serverfs_agent_bridge::adapter::{
     Adapter, AdapterError, BoxFuture, Host, NativeIds, ProviderState, TaskContext, TurnOutcome,
     TurnStatus,
 };
-use serverfs_agent_bridge::{BridgeErrorCode, is_group_alive};
+use serverfs_agent_bridge::{BridgeErrorCode, ProcessGroupId, ProxyPolicy, is_group_alive};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution,
     CatalogScope, CatalogStatus, EventPayload, InFlightRecovery, ModelDiscovery, QuestionAnswer,
@@ -34,6 +34,7 @@ struct RecordingHost {
     approvals: Mutex<Vec<ApprovalPayload>>,
     questions: Mutex<Vec<QuestionPayload>>,
     native: Mutex<Vec<NativeIds>>,
+    groups: Mutex<Vec<ProcessGroupId>>,
     decisions: Mutex<VecDeque<ApprovalDecision>>,
     answers: Mutex<VecDeque<QuestionResolution>>,
     in_flight: AtomicUsize,
@@ -118,6 +119,14 @@ impl Host for RecordingHost {
 
     fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
         self.native.lock().unwrap().push(ids);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn record_process_group(
+        &self,
+        group: ProcessGroupId,
+    ) -> BoxFuture<'_, Result<(), AdapterError>> {
+        self.groups.lock().unwrap().push(group);
         Box::pin(async { Ok(()) })
     }
 }
@@ -419,7 +428,7 @@ async fn cancel_stops_the_whole_child_tree() {
         AgentProfile::WorkspaceWrite,
         "fake: child-tree",
     );
-    let handle = start(&adapter, ctx, host).await;
+    let handle = start(&adapter, ctx, Arc::clone(&host)).await;
     let group = within("child tree", async {
         loop {
             if let Some(group) = adapter.process_group("tree") {
@@ -432,6 +441,8 @@ async fn cancel_stops_the_whole_child_tree() {
     // The shell and its two sleeps.
     await_members(group.as_raw(), 3).await;
     assert!(is_group_alive(group));
+    // The host learnt the group before anything could write.
+    assert_eq!(*host.groups.lock().unwrap(), vec![group]);
 
     within("cancel", adapter.cancel("tree")).await;
     let outcome = within("cancelled turn", handle).await.unwrap();
@@ -577,7 +588,7 @@ fn the_directive_grammar() {
     let script = parse_script(
         "Please do things.\n  fake: complete  two words \nfake: approval\nfake: two-approvals\n\
          fake: question\nfake: wait 25\nfake: steer\nfake: fail AGENT_TASK_TIMED_OUT\n\
-         fake: write a.txt x y\nfake: write empty\nfake: child-tree",
+         fake: write a.txt x y\nfake: write empty\nfake: child-tree\nfake: env",
     )
     .unwrap();
     assert_eq!(
@@ -599,6 +610,7 @@ fn the_directive_grammar() {
                 content: String::new()
             },
             Directive::ChildTree,
+            Directive::Env,
         ]
     );
     assert_eq!(
@@ -618,4 +630,27 @@ fn task_context_debug_hides_the_prompt_and_path() {
     );
     let shown = format!("{ctx:?}");
     assert!(!shown.contains("private") && !shown.contains("secret-host-path"));
+}
+
+#[tokio::test]
+async fn env_reports_only_the_runtime_proxy_policy() {
+    let proxy = ProxyPolicy {
+        proxy_url: Some("http://proxy.internal:3128".to_owned()),
+        no_proxy: Some("corp.example".to_owned()),
+        enabled_for_runtime: true,
+    };
+    for (adapter, expected) in [
+        (FakeAdapter::new(), "env: none"),
+        (
+            FakeAdapter::with_proxy(proxy),
+            "env: HTTPS_PROXY=<configured>, NO_PROXY=corp.example,127.0.0.1,localhost,::1",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Arc::new(RecordingHost::default());
+        let ctx = context("env", dir.path(), AgentProfile::Review, "fake: env");
+        let outcome = within("env turn", adapter.run(ctx, host)).await;
+        assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+        assert_eq!(outcome.final_text, expected);
+    }
 }
