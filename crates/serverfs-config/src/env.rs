@@ -15,7 +15,9 @@ use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
 use crate::model::LogLevel;
 use crate::parse;
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
+use crate::raw::{
+    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+};
 use crate::validate;
 
 /// The environment, as given to [`crate::Config::load`].
@@ -34,6 +36,8 @@ const CONTAINER_BRIDGE_SOCKET: &str = "/run/serverfs-agent-bridge/bridge.sock";
 const CONTAINER_LOCK_DIR: &str = "/run/serverfs-agent-locks";
 /// Container default of the bearer token file (a persistent volume).
 const CONTAINER_TOKEN_FILE: &str = "/var/lib/serverfs/tokens.json";
+/// Name of the Bridge's state directory under the XDG state home.
+const BRIDGE_STATE_NAME: &str = "serverfs-agent-bridge";
 
 /// Per-slot variable names (`WORKDIR_NN_<NAME>`). `PATH` is consumed by
 /// Compose for the bind mount and ignored here, but it is a known name.
@@ -95,6 +99,9 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
     };
     let strict_bool = |name: &str, default: bool| -> Result<bool, ConfigError> {
         Ok(parse::strict_bool(name, get(name))?.unwrap_or(default))
+    };
+    let peer_id = |name: &str| -> Result<Option<Val<i64>>, ConfigError> {
+        Ok(parse::strict_uint(name, get(name))?.map(|id| Val::set(id, name)))
     };
 
     let server = RawServer {
@@ -164,6 +171,41 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             "SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS",
         ),
         lock_dir: Val::or_default(lock_dir, default_lock_dir, "SERVERFS_AGENT_LOCK_DIR"),
+        // The Bridge's own settings are strict, as upstream's Bridge
+        // renderer was: a typo aborts startup instead of silently running
+        // agents with a default limit. Empty means "not set".
+        state_dir: Val::or_default(
+            non_empty(get("SERVERFS_AGENT_BRIDGE_STATE_DIR")).map(PathBuf::from),
+            native_state_dir(env),
+            "SERVERFS_AGENT_BRIDGE_STATE_DIR",
+        ),
+        max_active_tasks: strict("SERVERFS_AGENT_MAX_ACTIVE_TASKS", limits::MAX_ACTIVE_TASKS)?,
+        task_timeout_seconds: strict(
+            "SERVERFS_AGENT_TASK_TIMEOUT_SECONDS",
+            limits::TASK_TIMEOUT_SECONDS,
+        )?,
+        interaction_timeout_seconds: strict(
+            "SERVERFS_AGENT_INTERACTION_TIMEOUT_SECONDS",
+            limits::INTERACTION_TIMEOUT_SECONDS,
+        )?,
+        retention_hours: strict(
+            "SERVERFS_AGENT_TASK_RETENTION_HOURS",
+            limits::TASK_RETENTION_HOURS,
+        )?,
+        result_spool_threshold_bytes: strict(
+            "SERVERFS_AGENT_RESULT_SPOOL_THRESHOLD_BYTES",
+            limits::RESULT_SPOOL_THRESHOLD_BYTES,
+        )?,
+        // 0 is root's id, a valid (if unwise) peer.
+        peer_uid: peer_id("SERVERFS_AGENT_PEER_UID")?,
+        peer_gid: peer_id("SERVERFS_AGENT_PEER_GID")?,
+        // One switch for all runtimes (upstream's `.env` had no per-runtime
+        // list): on means every runtime some workdir allows.
+        proxy_runtimes: if strict_bool("SERVERFS_AGENT_USE_PROXY", false)? {
+            RawProxyRuntimes::EveryListed
+        } else {
+            RawProxyRuntimes::Named(Val::default_at(Vec::new(), "SERVERFS_AGENT_USE_PROXY"))
+        },
     };
 
     let http = http_globals(env, paths)?;
@@ -191,12 +233,11 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
 /// the variables set the socket stays relative, which is refused only if
 /// the Bridge is enabled.
 pub(crate) fn native_bridge_paths(env: &Env, socket: Option<&Path>) -> (PathBuf, PathBuf) {
-    let absolute = |name: &str| env.get(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    let default_socket = if let Some(dir) = absolute("XDG_RUNTIME_DIR") {
+    let default_socket = if let Some(dir) = absolute_var(env, "XDG_RUNTIME_DIR") {
         dir.join("serverfs").join("bridge.sock")
-    } else if let Some(dir) = absolute("XDG_STATE_HOME") {
+    } else if let Some(dir) = absolute_var(env, "XDG_STATE_HOME") {
         dir.join("serverfs").join("bridge.sock")
-    } else if let Some(home) = absolute("HOME") {
+    } else if let Some(home) = absolute_var(env, "HOME") {
         home.join(".local/state/serverfs/bridge.sock")
     } else {
         PathBuf::from("serverfs/bridge.sock")
@@ -207,6 +248,26 @@ pub(crate) fn native_bridge_paths(env: &Env, socket: Option<&Path>) -> (PathBuf,
         .unwrap_or(Path::new(""))
         .join("locks");
     (default_socket, lock_dir)
+}
+
+/// Default state directory of the Bridge, in every mode (the Bridge runs on
+/// the host even when the MCP server is in a container):
+/// `$XDG_STATE_HOME/serverfs-agent-bridge`, else
+/// `$HOME/.local/state/serverfs-agent-bridge`. Relative values are ignored,
+/// as the XDG spec requires; with neither set the directory stays relative.
+pub(crate) fn native_state_dir(env: &Env) -> PathBuf {
+    if let Some(dir) = absolute_var(env, "XDG_STATE_HOME") {
+        dir.join(BRIDGE_STATE_NAME)
+    } else if let Some(home) = absolute_var(env, "HOME") {
+        home.join(".local/state").join(BRIDGE_STATE_NAME)
+    } else {
+        PathBuf::from(BRIDGE_STATE_NAME)
+    }
+}
+
+/// The variable `name` as a path, if it is set to an absolute one.
+fn absolute_var(env: &Env, name: &str) -> Option<PathBuf> {
+    env.get(name).map(PathBuf::from).filter(|p| p.is_absolute())
 }
 
 /// The `SERVERFS_HTTP_*` variables and `SERVERFS_TOKEN_FILE`, all strict:
@@ -297,10 +358,9 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
 /// the XDG spec requires; with neither set the path stays relative, which
 /// is refused only when bearer authentication is used.
 pub(crate) fn native_token_file(env: &Env) -> PathBuf {
-    let absolute = |name: &str| env.get(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    if let Some(dir) = absolute("XDG_CONFIG_HOME") {
+    if let Some(dir) = absolute_var(env, "XDG_CONFIG_HOME") {
         dir.join("serverfs").join("tokens.json")
-    } else if let Some(home) = absolute("HOME") {
+    } else if let Some(home) = absolute_var(env, "HOME") {
         home.join(".config/serverfs/tokens.json")
     } else {
         PathBuf::from("serverfs/tokens.json")

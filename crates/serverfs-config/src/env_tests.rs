@@ -30,6 +30,16 @@ fn defaults_match_upstream() {
             bridge_socket: PathBuf::from("/run/serverfs-agent-bridge/bridge.sock"),
             bridge_timeout_ms: 30_000,
             lock_dir: PathBuf::from("/run/serverfs-agent-locks"),
+            // No XDG_STATE_HOME or HOME here: the relative fallback.
+            state_dir: PathBuf::from("serverfs-agent-bridge"),
+            max_active_tasks: 4,
+            task_timeout_seconds: 7_200,
+            interaction_timeout_seconds: 1_800,
+            retention_seconds: 604_800,
+            result_spool_threshold_bytes: 262_144,
+            peer_uid: None,
+            peer_gid: None,
+            proxy_runtimes: Vec::new(),
         }
     );
     let mut expected = WorkdirConfig::with_defaults(WorkdirAlias::new("one").unwrap(), root);
@@ -66,6 +76,15 @@ fn every_global_is_read() {
             ("SERVERFS_AGENT_BRIDGE_SOCKET", "/b/bridge.sock"),
             ("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS", "1.5"),
             ("SERVERFS_AGENT_LOCK_DIR", "/b/locks"),
+            ("SERVERFS_AGENT_BRIDGE_STATE_DIR", "/b/state"),
+            ("SERVERFS_AGENT_MAX_ACTIVE_TASKS", "9"),
+            ("SERVERFS_AGENT_TASK_TIMEOUT_SECONDS", "600"),
+            ("SERVERFS_AGENT_INTERACTION_TIMEOUT_SECONDS", " 120 "),
+            ("SERVERFS_AGENT_TASK_RETENTION_HOURS", "2"),
+            ("SERVERFS_AGENT_RESULT_SPOOL_THRESHOLD_BYTES", "4096"),
+            ("SERVERFS_AGENT_PEER_UID", "1000"),
+            ("SERVERFS_AGENT_PEER_GID", "0"),
+            ("SERVERFS_AGENT_USE_PROXY", "yes"),
         ],
     )
     .unwrap();
@@ -90,6 +109,17 @@ fn every_global_is_read() {
             bridge_socket: PathBuf::from("/b/bridge.sock"),
             bridge_timeout_ms: 1500,
             lock_dir: PathBuf::from("/b/locks"),
+            state_dir: PathBuf::from("/b/state"),
+            max_active_tasks: 9,
+            task_timeout_seconds: 600,
+            interaction_timeout_seconds: 120,
+            retention_seconds: 7_200,
+            result_spool_threshold_bytes: 4096,
+            peer_uid: Some(1000),
+            peer_gid: Some(0),
+            // USE_PROXY: every runtime a workdir allows (here the inherited
+            // SERVERFS_AGENT_RUNTIMES).
+            proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake],
         }
     );
     let w = &config.workdirs[0];
@@ -543,6 +573,210 @@ fn slot_agent_policy() {
             reset.workdirs[1].agent_runtimes.clone()
         ),
         (AgentMode::Disabled, vec![])
+    );
+}
+
+// --- the Bridge daemon's settings ----------------------------------------
+
+/// The Bridge's integer variables: name, smallest and largest value.
+const BRIDGE_INTS: [(&str, i64, i64); 7] = [
+    ("SERVERFS_AGENT_MAX_ACTIVE_TASKS", 1, 64),
+    ("SERVERFS_AGENT_TASK_TIMEOUT_SECONDS", 1, 604_800),
+    ("SERVERFS_AGENT_INTERACTION_TIMEOUT_SECONDS", 1, 604_800),
+    ("SERVERFS_AGENT_TASK_RETENTION_HOURS", 1, 8_760),
+    (
+        "SERVERFS_AGENT_RESULT_SPOOL_THRESHOLD_BYTES",
+        1_024,
+        8_388_608,
+    ),
+    ("SERVERFS_AGENT_PEER_UID", 0, 4_294_967_294),
+    ("SERVERFS_AGENT_PEER_GID", 0, 4_294_967_294),
+];
+
+#[test]
+fn bridge_ints_are_bounded_and_named() {
+    let fx = Fixture::new();
+    for (name, min, max) in BRIDGE_INTS {
+        for ok in [min, max] {
+            let value = ok.to_string();
+            assert!(slot1(&fx, &[(name, &value)]).is_ok(), "{name}={ok}");
+        }
+        let above = (max + 1).to_string();
+        assert_eq!(
+            message(slot1(&fx, &[(name, &above)])),
+            format!("{name}: must be between {min} and {max}, got {above}")
+        );
+    }
+    // Just below the minimum: the strict syntax refuses 0 (or a negative
+    // id) before any bound is checked; 1023 is well-formed but too small.
+    let below = [
+        (
+            "SERVERFS_AGENT_MAX_ACTIVE_TASKS",
+            "0",
+            "expected a positive integer, got \"0\"",
+        ),
+        (
+            "SERVERFS_AGENT_TASK_TIMEOUT_SECONDS",
+            "0",
+            "expected a positive integer, got \"0\"",
+        ),
+        (
+            "SERVERFS_AGENT_INTERACTION_TIMEOUT_SECONDS",
+            "0",
+            "expected a positive integer, got \"0\"",
+        ),
+        (
+            "SERVERFS_AGENT_TASK_RETENTION_HOURS",
+            "0",
+            "expected a positive integer, got \"0\"",
+        ),
+        (
+            "SERVERFS_AGENT_RESULT_SPOOL_THRESHOLD_BYTES",
+            "1023",
+            "must be between 1024 and 8388608, got 1023",
+        ),
+        (
+            "SERVERFS_AGENT_PEER_UID",
+            "-1",
+            "expected a non-negative integer, got \"-1\"",
+        ),
+        (
+            "SERVERFS_AGENT_PEER_GID",
+            "-1",
+            "expected a non-negative integer, got \"-1\"",
+        ),
+    ];
+    for (name, value, expected) in below {
+        assert_eq!(
+            message(slot1(&fx, &[(name, value)])),
+            format!("{name}: {expected}")
+        );
+    }
+    let longest = slot1(&fx, &[("SERVERFS_AGENT_TASK_RETENTION_HOURS", "8760")]).unwrap();
+    assert_eq!(longest.agent.retention_seconds, 31_536_000);
+}
+
+#[test]
+fn malformed_bridge_ints_abort_and_empty_means_the_default() {
+    let fx = Fixture::new();
+    let defaults = slot1(&fx, &[]).unwrap().agent;
+    for (name, _, _) in BRIDGE_INTS {
+        let expected = if name.starts_with("SERVERFS_AGENT_PEER_") {
+            "a non-negative integer"
+        } else {
+            "a positive integer"
+        };
+        for bad in ["abc", "1.5", "4k", "0x10", "1e3", "1_000"] {
+            assert_eq!(
+                message(slot1(&fx, &[(name, bad)])),
+                format!("{name}: expected {expected}, got {bad:?}")
+            );
+        }
+        for empty in ["", "  "] {
+            assert_eq!(slot1(&fx, &[(name, empty)]).unwrap().agent, defaults);
+        }
+    }
+}
+
+#[test]
+fn bridge_state_dir_defaults_to_xdg_state_home_then_home() {
+    let fx = Fixture::new();
+    let state_dir = |pairs: &[(&str, &str)]| slot1(&fx, pairs).unwrap().agent.state_dir;
+    assert_eq!(
+        state_dir(&[
+            ("XDG_RUNTIME_DIR", "/run/user/7"),
+            ("XDG_STATE_HOME", "/st"),
+            ("HOME", "/h")
+        ]),
+        PathBuf::from("/st/serverfs-agent-bridge")
+    );
+    // Relative XDG values do not count.
+    assert_eq!(
+        state_dir(&[("XDG_STATE_HOME", "st"), ("HOME", "/h")]),
+        PathBuf::from("/h/.local/state/serverfs-agent-bridge")
+    );
+    assert_eq!(
+        state_dir(&[("HOME", "h")]),
+        PathBuf::from("serverfs-agent-bridge")
+    );
+    assert_eq!(
+        state_dir(&[
+            ("SERVERFS_AGENT_BRIDGE_STATE_DIR", "/srv/state"),
+            ("XDG_STATE_HOME", "/st")
+        ]),
+        PathBuf::from("/srv/state")
+    );
+    assert_eq!(
+        state_dir(&[("SERVERFS_AGENT_BRIDGE_STATE_DIR", " "), ("HOME", "/h")]),
+        PathBuf::from("/h/.local/state/serverfs-agent-bridge")
+    );
+}
+
+#[test]
+fn bridge_state_dir_must_be_absolute_when_enabled() {
+    let fx = Fixture::new();
+    let on = ("SERVERFS_AGENT_BRIDGE_ENABLED", "1");
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[on, ("SERVERFS_AGENT_BRIDGE_STATE_DIR", "state")]
+        )),
+        "SERVERFS_AGENT_BRIDGE_STATE_DIR: must be an absolute path while \
+         SERVERFS_AGENT_BRIDGE_ENABLED is on, got \"state\""
+    );
+    assert!(slot1(&fx, &[("SERVERFS_AGENT_BRIDGE_STATE_DIR", "state")]).is_ok());
+    // An unresolvable default does not stop serverfs, which never uses the
+    // state directory; the Bridge refuses it itself.
+    assert_eq!(
+        slot1(&fx, &[on]).unwrap().agent.state_dir,
+        PathBuf::from("serverfs-agent-bridge")
+    );
+}
+
+#[test]
+fn use_proxy_means_every_runtime_some_workdir_allows() {
+    let fx = Fixture::new();
+    for slot in 1..=3 {
+        fx.slot(slot);
+    }
+    let proxied = |use_proxy: &str| {
+        fx.env_config(&[
+            ("SERVERFS_AGENT_BRIDGE_ENABLED", "true"),
+            ("SERVERFS_AGENT_USE_PROXY", use_proxy),
+            ("WORKDIR_01_ALIAS", "one"),
+            ("WORKDIR_01_READ_ONLY", "false"),
+            ("WORKDIR_01_AGENT_MODE", "workspace-write"),
+            ("WORKDIR_01_AGENT_RUNTIMES", "qoder,fake"),
+            ("WORKDIR_02_ALIAS", "two"),
+            ("WORKDIR_02_AGENT_MODE", "review"),
+            ("WORKDIR_02_AGENT_RUNTIMES", "acp-zed,FAKE"),
+            ("WORKDIR_03_ALIAS", "three"),
+        ])
+        .map(|config| config.agent.proxy_runtimes)
+    };
+    assert_eq!(
+        proxied(" TRUE ").unwrap(),
+        [
+            AgentRuntime::parse("acp-zed").unwrap(),
+            AgentRuntime::Fake,
+            AgentRuntime::Qoder
+        ]
+    );
+    assert_eq!(proxied("off").unwrap(), []);
+    assert_eq!(proxied("").unwrap(), []);
+    assert_eq!(
+        message(proxied("proxy")),
+        "SERVERFS_AGENT_USE_PROXY: expected a boolean (true, false, 1, 0, yes, no, on or off), \
+         got \"proxy\""
+    );
+    // Nothing to route is not an error: the switch is global.
+    let fx = Fixture::new();
+    assert_eq!(
+        slot1(&fx, &[("SERVERFS_AGENT_USE_PROXY", "1")])
+            .unwrap()
+            .agent
+            .proxy_runtimes,
+        []
     );
 }
 

@@ -22,6 +22,12 @@ pub(crate) struct Limit {
     pub bounds: Bounds,
 }
 
+impl From<Limit> for Bounds {
+    fn from(limit: Limit) -> Bounds {
+        limit.bounds
+    }
+}
+
 impl Limit {
     /// The default as the signed type raw values use (every default fits).
     pub(crate) fn default_i64(self) -> i64 {
@@ -58,6 +64,24 @@ pub(crate) const MAX_EDITS_PER_CALL: Limit = limit(50, 1, 1_000);
 // Agent Bridge RPC timeout. The ceiling is an hour: a longer single RPC means
 // a hung Bridge, and the long-polls of the agent tools are at most 45 s.
 pub(crate) const BRIDGE_TIMEOUT_MS: Limit = limit(30_000, 100, 3_600_000);
+
+// The Agent Bridge's task service (read by serverfs-agent-bridge, ignored by
+// serverfs). The ceilings only catch typos: 64 concurrent agents, a week per
+// task or per unanswered question, a year of retained results. A result
+// larger than the spool threshold is kept in a file instead of inline, and
+// 8 MiB is the largest result the Bridge keeps at all, so a higher threshold
+// would never spool.
+pub(crate) const MAX_ACTIVE_TASKS: Limit = limit(4, 1, 64);
+pub(crate) const TASK_TIMEOUT_SECONDS: Limit = limit(7_200, 1, 604_800);
+pub(crate) const INTERACTION_TIMEOUT_SECONDS: Limit = limit(1_800, 1, 604_800);
+pub(crate) const TASK_RETENTION_HOURS: Limit = limit(168, 1, 8_760);
+pub(crate) const RESULT_SPOOL_THRESHOLD_BYTES: Limit = limit(262_144, 1_024, 8_388_608);
+/// Seconds per hour: the retention is configured in hours, kept in seconds.
+pub(crate) const SECONDS_PER_HOUR: u64 = 3_600;
+/// The peer uid/gid the Bridge accepts. `u32::MAX` is excluded: it is
+/// `(uid_t)-1`, the "no id" value of chown(2) and the kernel's overflow id,
+/// never a real caller.
+pub(crate) const PEER_ID: Bounds = bounds(0, u32::MAX as u64 - 1);
 
 // HTTP transport. The request timeout bounds one MCP request end to end
 // (the agent tools' long-polls are at most 45 s, so a second is the useful

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::env;
 use crate::http::HttpSettings;
 use crate::limits;
 
@@ -16,7 +17,8 @@ use crate::limits;
 pub struct Config {
     /// Server-wide settings.
     pub server: ServerSettings,
-    /// How the MCP server reaches the Agent Bridge.
+    /// The Agent Bridge: how the MCP server reaches it, and how it runs
+    /// tasks.
     pub agent: AgentSettings,
     /// The HTTP transport (`serverfs serve --http`).
     pub http: HttpSettings,
@@ -143,7 +145,13 @@ fn small(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
-/// How the MCP server reaches the Agent Bridge.
+/// How the MCP server reaches the Agent Bridge, and how the Bridge
+/// (`serverfs-agent-bridge`) runs its tasks.
+///
+/// Both processes read the same configuration. The first four fields
+/// concern both; the others are the Bridge's alone, and `serverfs` ignores
+/// them (it only checks them with the rest of the file, so one file is
+/// either valid for both or refused by both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentSettings {
     /// Master switch for the agent tools and the writer lease (default
@@ -156,6 +164,71 @@ pub struct AgentSettings {
     /// Directory of writer-lease artifacts. Absolute whenever
     /// `bridge_enabled`.
     pub lock_dir: PathBuf,
+    /// The Bridge's private state: task database and spooled results.
+    /// Default `$XDG_STATE_HOME/serverfs-agent-bridge`, else
+    /// `$HOME/.local/state/serverfs-agent-bridge`. A written value is
+    /// absolute whenever `bridge_enabled`; the default stays relative (the
+    /// bare `serverfs-agent-bridge`) when neither variable is an absolute
+    /// path, which `serverfs` tolerates because it never uses this
+    /// directory, and which the Bridge must refuse.
+    pub state_dir: PathBuf,
+    /// Tasks that may be active (not yet terminal) at once; more are
+    /// refused (default 4, 1..=64).
+    pub max_active_tasks: u32,
+    /// Wall-clock budget of one task from submission, in seconds (default
+    /// 7 200, 1..=604 800).
+    pub task_timeout_seconds: u64,
+    /// How long a pending approval or question may wait for an answer, in
+    /// seconds (default 1 800, 1..=604 800).
+    pub interaction_timeout_seconds: u64,
+    /// How long terminal tasks, their events and spooled results are kept,
+    /// in seconds. Configured in whole hours (default 168 h, 1..=8 760 h),
+    /// so always a multiple of 3 600.
+    pub retention_seconds: u64,
+    /// Results larger than this many bytes are spooled to a file under
+    /// `state_dir` instead of kept inline (default 262 144,
+    /// 1 024..=8 388 608).
+    pub result_spool_threshold_bytes: u64,
+    /// The uid a Bridge client must have; `None` means the Bridge's own
+    /// effective uid (default).
+    pub peer_uid: Option<u32>,
+    /// The gid a Bridge client must have; `None` (default) means the gid is
+    /// not checked. When set, the socket and its directory are shared with
+    /// this group, so a client of another uid in the group can connect.
+    pub peer_gid: Option<u32>,
+    /// Runtimes whose provider traffic the Bridge routes through the agent
+    /// proxy (whose endpoint, `SERVERFS_AGENT_PROXY_URL`, is read by the
+    /// Bridge from its own environment and is not configuration). Sorted by
+    /// name, no duplicates, each allowed by at least one workdir. Default
+    /// empty: no runtime uses the proxy.
+    pub proxy_runtimes: Vec<AgentRuntime>,
+}
+
+impl Default for AgentSettings {
+    /// What an empty `[agent]` table gives with no `XDG_*` or `HOME`
+    /// variable: the Bridge off, every number at its default, and the
+    /// relative fallback paths (`serverfs/bridge.sock`, `serverfs/locks`,
+    /// `serverfs-agent-bridge`), which are refused if the Bridge is enabled.
+    /// Meant for tests and fixtures, which set the paths they need.
+    fn default() -> AgentSettings {
+        let no_env = env::Env::new();
+        let (bridge_socket, lock_dir) = env::native_bridge_paths(&no_env, None);
+        AgentSettings {
+            bridge_enabled: false,
+            bridge_socket,
+            bridge_timeout_ms: limits::BRIDGE_TIMEOUT_MS.default,
+            lock_dir,
+            state_dir: env::native_state_dir(&no_env),
+            max_active_tasks: small(limits::MAX_ACTIVE_TASKS.default),
+            task_timeout_seconds: limits::TASK_TIMEOUT_SECONDS.default,
+            interaction_timeout_seconds: limits::INTERACTION_TIMEOUT_SECONDS.default,
+            retention_seconds: limits::TASK_RETENTION_HOURS.default * limits::SECONDS_PER_HOUR,
+            result_spool_threshold_bytes: limits::RESULT_SPOOL_THRESHOLD_BYTES.default,
+            peer_uid: None,
+            peer_gid: None,
+            proxy_runtimes: Vec::new(),
+        }
+    }
 }
 
 /// The effective policy of one workdir: every default and override already

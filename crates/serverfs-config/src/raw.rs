@@ -96,13 +96,34 @@ pub(crate) struct RawDefaults {
     pub agent_runtimes: Val<Vec<String>>,
 }
 
-/// How the server reaches the Agent Bridge.
+/// How the server reaches the Agent Bridge, and the Bridge's own settings.
 #[derive(Debug, Clone)]
 pub(crate) struct RawAgent {
     pub enabled: Val<bool>,
     pub socket: Val<PathBuf>,
     pub timeout_ms: Val<i64>,
     pub lock_dir: Val<PathBuf>,
+    pub state_dir: Val<PathBuf>,
+    pub max_active_tasks: Val<i64>,
+    pub task_timeout_seconds: Val<i64>,
+    pub interaction_timeout_seconds: Val<i64>,
+    /// In hours, as written; validation turns it into seconds.
+    pub retention_hours: Val<i64>,
+    pub result_spool_threshold_bytes: Val<i64>,
+    /// `None`: not configured (the Bridge's own uid).
+    pub peer_uid: Option<Val<i64>>,
+    /// `None`: not configured (the gid is not checked).
+    pub peer_gid: Option<Val<i64>>,
+    pub proxy_runtimes: RawProxyRuntimes,
+}
+
+/// Which runtimes the Bridge routes through the agent proxy, as written.
+#[derive(Debug, Clone)]
+pub(crate) enum RawProxyRuntimes {
+    /// Exactly these names (`[agent] proxy_runtimes`; empty: none).
+    Named(Val<Vec<String>>),
+    /// Every runtime some workdir allows (`SERVERFS_AGENT_USE_PROXY=true`).
+    EveryListed,
 }
 
 /// The HTTP transport. Paths are already absolute where the source can make

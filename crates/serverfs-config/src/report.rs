@@ -2,12 +2,15 @@
 
 use std::fmt::Write as _;
 
+use crate::agent::AgentRuntime;
 use crate::http::HttpSettings;
-use crate::model::{Config, WorkdirConfig};
+use crate::limits;
+use crate::model::{AgentSettings, Config, WorkdirConfig};
 
 impl Config {
     /// A human-readable, multi-line report of the effective configuration:
-    /// server settings, the Agent Bridge, the HTTP transport, then every
+    /// server settings, the Agent Bridge (including the settings only the
+    /// Bridge daemon reads), the HTTP transport, then every
     /// workdir with its root, access, hidden and deny policy, binary
     /// transfer, limits and agent policy.
     ///
@@ -56,6 +59,7 @@ impl Config {
                 "not offered"
             }
         );
+        bridge_report(&mut out, a);
 
         http_report(&mut out, &self.http);
 
@@ -64,6 +68,60 @@ impl Config {
             workdir_report(&mut out, workdir);
         }
         out
+    }
+}
+
+/// The settings only `serverfs-agent-bridge` reads, so an operator can
+/// check the daemon's effective values with the same command. None of them
+/// is a secret (the proxy endpoint is not configuration).
+fn bridge_report(out: &mut String, a: &AgentSettings) {
+    let _ = writeln!(out, "  bridge daemon (read by serverfs-agent-bridge only):");
+    let _ = writeln!(out, "    state dir: {}", a.state_dir.display());
+    // Retention is configured in hours; show seconds only if a value built
+    // in code is not a whole number of hours.
+    let retention = if a.retention_seconds.is_multiple_of(limits::SECONDS_PER_HOUR) {
+        format!(
+            "retention_hours {}",
+            a.retention_seconds / limits::SECONDS_PER_HOUR
+        )
+    } else {
+        format!("retention_seconds {}", a.retention_seconds)
+    };
+    let _ = writeln!(
+        out,
+        "    limits: max_active_tasks {}, task_timeout_seconds {}, \
+         interaction_timeout_seconds {}, {retention}, result_spool_threshold_bytes {}",
+        a.max_active_tasks,
+        a.task_timeout_seconds,
+        a.interaction_timeout_seconds,
+        a.result_spool_threshold_bytes
+    );
+    match a.peer_uid {
+        Some(uid) => {
+            let _ = writeln!(out, "    peer uid: {uid}");
+        }
+        None => {
+            let _ = writeln!(out, "    peer uid: the Bridge's own");
+        }
+    }
+    match a.peer_gid {
+        Some(gid) => {
+            let _ = writeln!(out, "    peer gid: {gid} (socket shared with this group)");
+        }
+        None => {
+            let _ = writeln!(out, "    peer gid: not checked");
+        }
+    }
+    if a.proxy_runtimes.is_empty() {
+        let _ = writeln!(out, "    proxy runtimes (0): none");
+    } else {
+        let names: Vec<&str> = a.proxy_runtimes.iter().map(AgentRuntime::as_str).collect();
+        let _ = writeln!(
+            out,
+            "    proxy runtimes ({}): {}",
+            names.len(),
+            names.join(", ")
+        );
     }
 }
 
@@ -220,6 +278,10 @@ mod tests {
                 bridge_socket: PathBuf::from("/run/b.sock"),
                 bridge_timeout_ms: 30_000,
                 lock_dir: PathBuf::from("/run/locks"),
+                state_dir: PathBuf::from("/home/u/.local/state/serverfs-agent-bridge"),
+                peer_uid: Some(1000),
+                proxy_runtimes: vec![AgentRuntime::Codex],
+                ..AgentSettings::default()
             },
             http: HttpSettings::with_defaults(PathBuf::from(
                 "/home/u/.config/serverfs/tokens.json",
@@ -242,6 +304,12 @@ agent bridge: enabled
   lock dir: /run/locks
   timeout: 30000 ms
   agent tools: offered
+  bridge daemon (read by serverfs-agent-bridge only):
+    state dir: /home/u/.local/state/serverfs-agent-bridge
+    limits: max_active_tasks 4, task_timeout_seconds 7200, interaction_timeout_seconds 1800, retention_hours 168, result_spool_threshold_bytes 262144
+    peer uid: 1000
+    peer gid: not checked
+    proxy runtimes (1): codex
 http:
   bind: stdio only (serve --http ADDR can still listen)
   auth: bearer
@@ -295,5 +363,28 @@ workdirs: 2
         }
         assert!(report.contains("workdirs: 2\n"));
         assert!(report.contains("agent bridge: disabled\n"));
+    }
+
+    #[test]
+    fn report_shows_the_other_bridge_daemon_values() {
+        let fx = Fixture::new();
+        fx.mkdir("a");
+        let mut config = fx
+            .toml("[[workdirs]]\nalias = \"a\"\npath = \"a\"\n")
+            .unwrap();
+        config.agent.peer_gid = Some(0);
+        config.agent.proxy_runtimes =
+            vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake];
+        // Only reachable from code: retention is configured in hours.
+        config.agent.retention_seconds = 90;
+        let report = config.policy_report();
+        for line in [
+            "    peer uid: the Bridge's own\n",
+            "    peer gid: 0 (socket shared with this group)\n",
+            "    proxy runtimes (2): acp-zed, fake\n",
+            ", retention_seconds 90, ",
+        ] {
+            assert!(report.contains(line), "{line:?} not in\n{report}");
+        }
     }
 }

@@ -14,12 +14,14 @@ use serde::Deserialize;
 use toml::de::{DeTable, DeValue};
 
 use crate::agent::AgentMode;
-use crate::env::{native_bridge_paths, native_token_file};
+use crate::env::{native_bridge_paths, native_state_dir, native_token_file};
 use crate::error::{ConfigError, one_line};
 use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::LogLevel;
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
+use crate::raw::{
+    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +70,16 @@ struct AgentToml {
     socket: Option<PathBuf>,
     timeout_ms: Option<i64>,
     lock_dir: Option<PathBuf>,
+    // The Bridge's own settings (serverfs ignores them).
+    state_dir: Option<PathBuf>,
+    max_active_tasks: Option<i64>,
+    task_timeout_seconds: Option<i64>,
+    interaction_timeout_seconds: Option<i64>,
+    retention_hours: Option<i64>,
+    result_spool_threshold_bytes: Option<i64>,
+    peer_uid: Option<i64>,
+    peer_gid: Option<i64>,
+    proxy_runtimes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,7 +119,8 @@ struct WorkdirToml {
 
 /// Parses a `serverfs.toml` text. Relative workdir paths are resolved
 /// against `base_dir` (the file's directory); `env` only supplies the
-/// defaults of the Bridge socket and lock directory (XDG variables, HOME).
+/// defaults of the Bridge socket, lock and state directories and of the
+/// token file (XDG variables, HOME).
 pub(crate) fn raw_from_toml(
     text: &str,
     base_dir: &Path,
@@ -228,19 +241,7 @@ fn into_raw(
         agent_runtimes: Val::or_default(s.agent_runtimes, Vec::new(), "server.agent_runtimes"),
     };
 
-    let a = file.agent;
-    let (default_socket, default_lock_dir) = native_bridge_paths(env, a.socket.as_deref());
-    let agent = RawAgent {
-        enabled: Val::or_default(a.enabled, false, "agent.enabled"),
-        socket: Val::or_default(a.socket, default_socket, "agent.socket"),
-        timeout_ms: Val::or_default(
-            a.timeout_ms,
-            limits::BRIDGE_TIMEOUT_MS.default_i64(),
-            "agent.timeout_ms",
-        ),
-        lock_dir: Val::or_default(a.lock_dir, default_lock_dir, "agent.lock_dir"),
-    };
-
+    let agent = agent_table(file.agent, env);
     let http = http_table(file.http, base_dir, env)?;
 
     let workdirs = file
@@ -259,6 +260,52 @@ fn into_raw(
         clamp_defaults: false,
         empty_hint: "the configuration file has no [[workdirs]] table".to_owned(),
     })
+}
+
+fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> RawAgent {
+    let num = |value: Option<i64>, limit: limits::Limit, name: &str| {
+        Val::or_default(value, limit.default_i64(), format!("agent.{name}"))
+    };
+    let (default_socket, default_lock_dir) = native_bridge_paths(env, a.socket.as_deref());
+    RawAgent {
+        enabled: Val::or_default(a.enabled, false, "agent.enabled"),
+        socket: Val::or_default(a.socket, default_socket, "agent.socket"),
+        timeout_ms: num(a.timeout_ms, limits::BRIDGE_TIMEOUT_MS, "timeout_ms"),
+        lock_dir: Val::or_default(a.lock_dir, default_lock_dir, "agent.lock_dir"),
+        state_dir: Val::or_default(a.state_dir, native_state_dir(env), "agent.state_dir"),
+        max_active_tasks: num(
+            a.max_active_tasks,
+            limits::MAX_ACTIVE_TASKS,
+            "max_active_tasks",
+        ),
+        task_timeout_seconds: num(
+            a.task_timeout_seconds,
+            limits::TASK_TIMEOUT_SECONDS,
+            "task_timeout_seconds",
+        ),
+        interaction_timeout_seconds: num(
+            a.interaction_timeout_seconds,
+            limits::INTERACTION_TIMEOUT_SECONDS,
+            "interaction_timeout_seconds",
+        ),
+        retention_hours: num(
+            a.retention_hours,
+            limits::TASK_RETENTION_HOURS,
+            "retention_hours",
+        ),
+        result_spool_threshold_bytes: num(
+            a.result_spool_threshold_bytes,
+            limits::RESULT_SPOOL_THRESHOLD_BYTES,
+            "result_spool_threshold_bytes",
+        ),
+        peer_uid: a.peer_uid.map(|id| Val::set(id, "agent.peer_uid")),
+        peer_gid: a.peer_gid.map(|id| Val::set(id, "agent.peer_gid")),
+        proxy_runtimes: RawProxyRuntimes::Named(Val::or_default(
+            a.proxy_runtimes,
+            Vec::new(),
+            "agent.proxy_runtimes",
+        )),
+    }
 }
 
 fn http_table(

@@ -42,6 +42,15 @@ fn minimal_file_gets_every_default() {
                 bridge_socket: PathBuf::from("/run/user/1000/serverfs/bridge.sock"),
                 bridge_timeout_ms: 30_000,
                 lock_dir: PathBuf::from("/run/user/1000/serverfs/locks"),
+                state_dir: PathBuf::from("/home/u/.local/state/serverfs-agent-bridge"),
+                max_active_tasks: 4,
+                task_timeout_seconds: 7_200,
+                interaction_timeout_seconds: 1_800,
+                retention_seconds: 604_800,
+                result_spool_threshold_bytes: 262_144,
+                peer_uid: None,
+                peer_gid: None,
+                proxy_runtimes: Vec::new(),
             },
             http: HttpSettings {
                 bind: None,
@@ -66,6 +75,20 @@ fn minimal_file_gets_every_default() {
     );
     assert_eq!(w.max_binary_transfer_bytes, 8_388_608);
     assert_eq!(w.legacy_slot, None);
+}
+
+#[test]
+fn agent_settings_default_is_an_empty_agent_table_without_environment() {
+    let fx = Fixture::new();
+    fx.mkdir("docs");
+    let config = fx
+        .toml("[agent]\n[[workdirs]]\nalias = \"docs\"\npath = \"docs\"\n")
+        .unwrap();
+    assert_eq!(config.agent, AgentSettings::default());
+    assert_eq!(
+        AgentSettings::default().state_dir,
+        PathBuf::from("serverfs-agent-bridge")
+    );
 }
 
 #[test]
@@ -101,6 +124,15 @@ enabled = true
 socket = "/srv/bridge/bridge.sock"
 timeout_ms = 1500
 lock_dir = "/srv/locks"
+state_dir = "/srv/state"
+max_active_tasks = 9
+task_timeout_seconds = 600
+interaction_timeout_seconds = 120
+retention_hours = 2
+result_spool_threshold_bytes = 4096
+peer_uid = 1000
+peer_gid = 0
+proxy_runtimes = ["codex", "acp-zed"]
 
 [[workdirs]]
 alias = "docs"
@@ -147,6 +179,16 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
             bridge_socket: PathBuf::from("/srv/bridge/bridge.sock"),
             bridge_timeout_ms: 1500,
             lock_dir: PathBuf::from("/srv/locks"),
+            state_dir: PathBuf::from("/srv/state"),
+            max_active_tasks: 9,
+            task_timeout_seconds: 600,
+            interaction_timeout_seconds: 120,
+            retention_seconds: 7_200,
+            result_spool_threshold_bytes: 4096,
+            peer_uid: Some(1000),
+            // 0 is a real group (root's), not "unset".
+            peer_gid: Some(0),
+            proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Codex],
         }
     );
     assert_eq!(

@@ -1,9 +1,10 @@
 //! The rules every source must satisfy, checked once on the raw values.
 //!
 //! Checks run in a fixed order (server settings, workdir defaults, agent
-//! settings, HTTP settings, then each workdir in configuration order) and
-//! the first failure is reported, so the same configuration always gives
-//! the same message.
+//! settings, HTTP settings, each workdir in configuration order, then the
+//! agent proxy runtimes against the workdirs' runtimes) and the first
+//! failure is reported, so the same configuration always gives the same
+//! message.
 //! Nothing here has side effects besides `lstat` on each root.
 
 use std::fs;
@@ -15,15 +16,17 @@ use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
 use crate::error::{ConfigError, RootProblem, one_line};
 use crate::http::{self, HttpSettings};
-use crate::limits::{self, Limit};
+use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
-use crate::raw::{RawAgent, RawConfig, RawDefaults, RawHttp, RawServer, RawWorkdir, Val};
+use crate::raw::{
+    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+};
 
 /// Turns raw values from any source into a validated [`Config`].
 pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let server = server_settings(&raw.server, raw.clamp_defaults)?;
     let defaults = workdir_defaults(&raw.defaults)?;
-    let agent = agent_settings(&raw.agent)?;
+    let mut agent = agent_settings(&raw.agent)?;
     let http = http_settings(&raw.http)?;
 
     if raw.workdirs.is_empty() {
@@ -57,6 +60,8 @@ pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         workdirs.push(effective_workdir(alias, workdir, &defaults, &raw.agent)?);
         alias_keys.push(&workdir.alias.key);
     }
+    agent.proxy_runtimes =
+        proxy_runtimes(&raw.agent.proxy_runtimes, agent.proxy_runtimes, &workdirs)?;
 
     Ok(Config {
         server,
@@ -225,12 +230,24 @@ fn workdir_defaults(raw: &RawDefaults) -> Result<Defaults, ConfigError> {
     })
 }
 
+/// The agent settings on their own. `proxy_runtimes` holds only the names
+/// written (none for "every listed runtime"); [`proxy_runtimes`] completes
+/// it once the workdirs are known.
 fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
     let bridge_timeout_ms = bounded(&raw.timeout_ms, limits::BRIDGE_TIMEOUT_MS)?;
     if raw.enabled.value {
         // Both processes must find the same socket and lease directory
         // whatever their working directory, so relative paths are refused.
-        for path in [&raw.socket, &raw.lock_dir] {
+        // The state directory is the Bridge's alone: its default may stay
+        // relative (no XDG_STATE_HOME or HOME, as in a bare service
+        // environment) without stopping serverfs, which never uses it, and
+        // the Bridge refuses that itself; a relative directory the operator
+        // wrote is a mistake both report.
+        let state_dir = raw.state_dir.explicit.then_some(&raw.state_dir);
+        for path in [Some(&raw.socket), Some(&raw.lock_dir), state_dir]
+            .into_iter()
+            .flatten()
+        {
             if !path.value.is_absolute() {
                 return Err(ConfigError::Conflict {
                     key: path.key.clone(),
@@ -242,12 +259,70 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
             }
         }
     }
+    let peer_id = |id: &Option<Val<i64>>| {
+        id.as_ref()
+            .map(|id| bounded_u32(id, limits::PEER_ID))
+            .transpose()
+    };
     Ok(AgentSettings {
         bridge_enabled: raw.enabled.value,
         bridge_socket: raw.socket.value.clone(),
         bridge_timeout_ms,
         lock_dir: raw.lock_dir.value.clone(),
+        state_dir: raw.state_dir.value.clone(),
+        max_active_tasks: bounded_u32(&raw.max_active_tasks, limits::MAX_ACTIVE_TASKS)?,
+        task_timeout_seconds: bounded(&raw.task_timeout_seconds, limits::TASK_TIMEOUT_SECONDS)?,
+        interaction_timeout_seconds: bounded(
+            &raw.interaction_timeout_seconds,
+            limits::INTERACTION_TIMEOUT_SECONDS,
+        )?,
+        retention_seconds: bounded(&raw.retention_hours, limits::TASK_RETENTION_HOURS)?
+            * limits::SECONDS_PER_HOUR,
+        result_spool_threshold_bytes: bounded(
+            &raw.result_spool_threshold_bytes,
+            limits::RESULT_SPOOL_THRESHOLD_BYTES,
+        )?,
+        peer_uid: peer_id(&raw.peer_uid)?,
+        peer_gid: peer_id(&raw.peer_gid)?,
+        proxy_runtimes: match &raw.proxy_runtimes {
+            RawProxyRuntimes::Named(names) => runtime_list(names)?,
+            RawProxyRuntimes::EveryListed => Vec::new(),
+        },
     })
+}
+
+/// The runtimes routed through the agent proxy, once every workdir's
+/// runtimes are known: all of them for "every listed runtime", else the
+/// `named` ones, each of which some workdir must allow. A name no workdir
+/// allows is refused: routing it would be a silent no-op, most likely a
+/// typo for a runtime that then bypasses the proxy.
+fn proxy_runtimes(
+    raw: &RawProxyRuntimes,
+    named: Vec<AgentRuntime>,
+    workdirs: &[WorkdirConfig],
+) -> Result<Vec<AgentRuntime>, ConfigError> {
+    let mut listed: Vec<AgentRuntime> = Vec::new();
+    for runtime in workdirs.iter().flat_map(|w| &w.agent_runtimes) {
+        if !listed.contains(runtime) {
+            listed.push(runtime.clone());
+        }
+    }
+    match raw {
+        RawProxyRuntimes::EveryListed => {
+            listed.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+            Ok(listed)
+        }
+        RawProxyRuntimes::Named(names) => match named.iter().find(|r| !listed.contains(r)) {
+            Some(unused) => Err(ConfigError::Conflict {
+                key: names.key.clone(),
+                reason: format!(
+                    "runtime \"{unused}\" is not in any workdir's agent_runtimes, \
+                     so routing it through the agent proxy would have no effect"
+                ),
+            }),
+            None => Ok(named),
+        },
+    }
 }
 
 fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
@@ -528,24 +603,26 @@ fn dedup<'a>(items: impl Iterator<Item = &'a String>) -> Vec<String> {
     out
 }
 
-fn bounded(value: &Val<i64>, limit: Limit) -> Result<u64, ConfigError> {
+fn bounded(value: &Val<i64>, bounds: impl Into<Bounds>) -> Result<u64, ConfigError> {
+    let bounds = bounds.into();
     match u64::try_from(value.value) {
-        Ok(v) if (limit.bounds.min..=limit.bounds.max).contains(&v) => Ok(v),
-        Ok(_) | Err(_) => Err(out_of_range(value, limit)),
+        Ok(v) if (bounds.min..=bounds.max).contains(&v) => Ok(v),
+        Ok(_) | Err(_) => Err(out_of_range(value, bounds)),
     }
 }
 
-fn bounded_u32(value: &Val<i64>, limit: Limit) -> Result<u32, ConfigError> {
-    let v = bounded(value, limit)?;
-    u32::try_from(v).map_err(|_| out_of_range(value, limit))
+fn bounded_u32(value: &Val<i64>, bounds: impl Into<Bounds>) -> Result<u32, ConfigError> {
+    let bounds = bounds.into();
+    let v = bounded(value, bounds)?;
+    u32::try_from(v).map_err(|_| out_of_range(value, bounds))
 }
 
-fn out_of_range(value: &Val<i64>, limit: Limit) -> ConfigError {
+fn out_of_range(value: &Val<i64>, bounds: Bounds) -> ConfigError {
     ConfigError::OutOfRange {
         key: value.key.clone(),
         got: value.value,
-        min: limit.bounds.min,
-        max: limit.bounds.max,
+        min: bounds.min,
+        max: bounds.max,
     }
 }
 

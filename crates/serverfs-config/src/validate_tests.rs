@@ -8,21 +8,27 @@ use pretty_assertions::assert_eq;
 use crate::test_support::{Fixture, env, message};
 use crate::{AgentMode, AgentRuntime, Config, ConfigError, RootProblem};
 
-/// One workdir `a` at `<fixture>/a`, plus `server` and `workdir` extra lines.
-fn one(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
+/// One workdir `a` at `<fixture>/a`, plus `server`, `agent` and `workdir`
+/// extra lines.
+fn file(fx: &Fixture, server: &str, agent: &str, workdir: &str) -> Result<Config, ConfigError> {
     fx.mkdir("a");
     fx.toml(&format!(
-        "[server]\n{server}\n[agent]\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n{workdir}\n"
+        "[server]\n{server}\n[agent]\n{agent}\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n{workdir}\n"
     ))
 }
 
-/// As `one`, with the Bridge enabled at absolute paths.
+/// `[agent]` lines enabling the Bridge at absolute paths.
+const BRIDGE: &str =
+    "enabled = true\nsocket = \"/run/sfs/bridge.sock\"\nlock_dir = \"/run/sfs/locks\"";
+
+/// As `file`, with the Bridge off.
+fn one(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
+    file(fx, server, "", workdir)
+}
+
+/// As `file`, with the Bridge enabled at absolute paths.
 fn with_bridge(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
-    fx.mkdir("a");
-    fx.toml(&format!(
-        "[server]\n{server}\n[agent]\nenabled = true\nsocket = \"/run/sfs/bridge.sock\"\n\
-         lock_dir = \"/run/sfs/locks\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n{workdir}\n"
-    ))
+    file(fx, server, BRIDGE, workdir)
 }
 
 const SERVER_LIMITS: [(&str, i64, i64); 8] = [
@@ -34,6 +40,17 @@ const SERVER_LIMITS: [(&str, i64, i64); 8] = [
     ("search_timeout_ms", 100, 600_000),
     ("max_edits_per_call", 1, 1_000),
     ("search_max_file_bytes", 1, i64::MAX),
+];
+
+const AGENT_LIMITS: [(&str, i64, i64); 8] = [
+    ("timeout_ms", 100, 3_600_000),
+    ("max_active_tasks", 1, 64),
+    ("task_timeout_seconds", 1, 604_800),
+    ("interaction_timeout_seconds", 1, 604_800),
+    ("retention_hours", 1, 8_760),
+    ("result_spool_threshold_bytes", 1_024, 8_388_608),
+    ("peer_uid", 0, 4_294_967_294),
+    ("peer_gid", 0, 4_294_967_294),
 ];
 
 const WORKDIR_LIMITS: [(&str, i64, i64); 4] = [
@@ -76,6 +93,35 @@ fn server_limits_are_bounded_and_named() {
             assert_eq!(err.key(), Some(key));
         }
     }
+}
+
+#[test]
+fn agent_limits_are_bounded_and_named() {
+    let fx = Fixture::new();
+    for (name, min, max) in AGENT_LIMITS {
+        for ok in [min, max] {
+            let config = file(&fx, "", &format!("{name} = {ok}"), "");
+            assert!(config.is_ok(), "{name} = {ok}: {config:?}");
+        }
+        for got in [min - 1, max + 1] {
+            let err = file(&fx, "", &format!("{name} = {got}"), "").unwrap_err();
+            let key = format!("agent.{name}");
+            assert_eq!(err.to_string(), range_message(&key, min, max, got));
+            assert_eq!(err.key(), Some(key));
+        }
+    }
+    let agent = |lines: &str| file(&fx, "", lines, "").unwrap().agent;
+    assert_eq!(
+        agent("retention_hours = 8760").retention_seconds,
+        31_536_000
+    );
+    assert_eq!(agent("retention_hours = 1").retention_seconds, 3_600);
+    let ids = agent("peer_uid = 0\npeer_gid = 4294967294");
+    assert_eq!((ids.peer_uid, ids.peer_gid), (Some(0), Some(u32::MAX - 1)));
+    assert_eq!(
+        message(file(&fx, "", "max_active_tasks = \"4\"", "")),
+        "agent.max_active_tasks: invalid type: string \"4\", expected an integer (line 4)"
+    );
 }
 
 #[test]
@@ -525,6 +571,133 @@ fn bridge_paths_must_be_absolute_when_enabled() {
     assert_eq!(
         message(fx.toml(&format!("[agent]\ntimeout_ms = 99\n{wd}"))),
         "agent.timeout_ms: must be between 100 and 3600000, got 99"
+    );
+}
+
+#[test]
+fn bridge_state_dir_must_be_absolute_when_enabled() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(file(
+            &fx,
+            "",
+            &format!("{BRIDGE}\nstate_dir = \"state\""),
+            ""
+        )),
+        "agent.state_dir: must be an absolute path while agent.enabled is on, got \"state\""
+    );
+    // Disabled: anything goes, nothing will use it.
+    let off = file(&fx, "", "state_dir = \"state\"", "").unwrap();
+    assert_eq!(off.agent.state_dir, PathBuf::from("state"));
+    // An unresolvable default (no XDG_STATE_HOME or HOME) does not stop
+    // serverfs, which never uses the state directory; the Bridge refuses it.
+    let unresolved = file(&fx, "", BRIDGE, "").unwrap();
+    assert_eq!(
+        unresolved.agent.state_dir,
+        PathBuf::from("serverfs-agent-bridge")
+    );
+}
+
+#[test]
+fn bridge_state_dir_defaults_to_xdg_state_home_then_home() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let state_dir = |agent: &str, pairs: &[(&str, &str)]| {
+        let text = format!("[agent]\n{agent}\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n");
+        Config::from_toml_str_with_env(&text, fx.path(), &env(pairs))
+            .unwrap()
+            .agent
+            .state_dir
+    };
+    // XDG_RUNTIME_DIR moves the socket, never the state.
+    assert_eq!(
+        state_dir(
+            BRIDGE,
+            &[
+                ("XDG_RUNTIME_DIR", "/run/user/7"),
+                ("XDG_STATE_HOME", "/st"),
+                ("HOME", "/h")
+            ]
+        ),
+        PathBuf::from("/st/serverfs-agent-bridge")
+    );
+    assert_eq!(
+        state_dir(BRIDGE, &[("XDG_STATE_HOME", "rel"), ("HOME", "/h")]),
+        PathBuf::from("/h/.local/state/serverfs-agent-bridge")
+    );
+    assert_eq!(
+        state_dir("", &[("XDG_STATE_HOME", "rel"), ("HOME", "rel")]),
+        PathBuf::from("serverfs-agent-bridge")
+    );
+    // Written as is, never resolved against the file's directory.
+    assert_eq!(
+        state_dir("state_dir = \"/srv/state\"", &[("XDG_STATE_HOME", "/st")]),
+        PathBuf::from("/srv/state")
+    );
+}
+
+/// `[agent]` lines with the Bridge on and `proxy`, and two workdirs:
+/// `a` allows codex and fake, `b` allows acp-zed.
+fn proxied(fx: &Fixture, proxy: &str) -> Result<Config, ConfigError> {
+    fx.mkdir("a");
+    fx.toml(&format!(
+        "[agent]\n{BRIDGE}\n{proxy}\n\
+         [[workdirs]]\nalias = \"a\"\npath = \"a\"\nread_only = false\n\
+         agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\", \"codex\"]\n\
+         [[workdirs]]\nalias = \"b\"\npath = \"a\"\n\
+         agent_mode = \"review\"\nagent_runtimes = [\"acp-zed\"]\n"
+    ))
+}
+
+#[test]
+fn proxy_runtimes_must_be_allowed_by_some_workdir() {
+    let fx = Fixture::new();
+    let runtimes = |proxy: &str| proxied(&fx, proxy).unwrap().agent.proxy_runtimes;
+    assert_eq!(runtimes(""), []);
+    assert_eq!(runtimes("proxy_runtimes = []"), []);
+    assert_eq!(
+        runtimes("proxy_runtimes = [\"fake\", \"acp-zed\", \"codex\"]"),
+        [
+            AgentRuntime::parse("acp-zed").unwrap(),
+            AgentRuntime::Codex,
+            AgentRuntime::Fake
+        ]
+    );
+    assert_eq!(
+        message(proxied(&fx, "proxy_runtimes = [\"codex\", \"claude\"]")),
+        "agent.proxy_runtimes: runtime \"claude\" is not in any workdir's agent_runtimes, \
+         so routing it through the agent proxy would have no effect"
+    );
+    // The same with the Bridge off, where no workdir can allow anything.
+    assert_eq!(
+        message(file(&fx, "", "proxy_runtimes = [\"codex\"]", "")),
+        "agent.proxy_runtimes: runtime \"codex\" is not in any workdir's agent_runtimes, \
+         so routing it through the agent proxy would have no effect"
+    );
+}
+
+#[test]
+fn proxy_runtime_names_are_checked() {
+    let fx = Fixture::new();
+    assert_eq!(
+        message(proxied(
+            &fx,
+            "proxy_runtimes = [\"codex\", \"fake\", \"codex\"]"
+        )),
+        "agent.proxy_runtimes: agent runtime \"codex\" is listed more than once"
+    );
+    for unknown in ["gemini", "Codex", "acp-", ""] {
+        assert_eq!(
+            message(proxied(&fx, &format!("proxy_runtimes = [\"{unknown}\"]"))),
+            format!(
+                "agent.proxy_runtimes: unknown agent runtime {unknown:?} \
+                 (expected codex, claude, qoder, fake or acp-<name>)"
+            )
+        );
+    }
+    assert_eq!(
+        message(proxied(&fx, "proxy_runtimes = \"codex\"")),
+        "agent.proxy_runtimes: invalid type: string \"codex\", expected an array (line 5)"
     );
 }
 
