@@ -16,8 +16,10 @@
 //!   task events, and the [`bridge::BridgeErrorCode`]s. Its JSON Schemas are
 //!   committed under `schema/` and pinned by a test.
 //!
-//! Both are plain data with `serde`; nothing here does I/O or needs an async
-//! runtime, so the filesystem kernel can link it freely.
+//! Both are plain data with `serde`; by default nothing here does I/O or
+//! needs an async runtime, so the filesystem kernel can link it freely. The
+//! `client` feature adds `bridge::client`, the async (tokio) Bridge client
+//! the MCP server uses; see [`bridge`].
 //!
 //! # Example
 //!

@@ -26,7 +26,7 @@ use super::task::{
 
 /// A parameter type of exactly one Bridge method, tied to its result type.
 ///
-/// The client will call `call::<P>(params) -> P::Result`; the Bridge uses
+/// The client calls `call::<P>(params) -> P::Result`; the Bridge uses
 /// `P::Result` as the type its handler returns.
 pub trait BridgeCall:
     Serialize + DeserializeOwned + JsonSchema + Into<BridgeRequest> + Sized

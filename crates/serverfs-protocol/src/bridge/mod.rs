@@ -30,14 +30,42 @@
 //! `answers`, event and result cursors) keep their plain wire type here, so
 //! that the service can report the spec's code in the spec's order.
 //!
-//! # Where the client goes
+//! # The client
 //!
-//! This module is synchronous and does no I/O. The Bridge client used by
-//! `serverfs` will be added to this crate behind a `client` feature (the
-//! only place an async runtime may enter), built on [`Request::to_frame`],
+//! Everything above is synchronous and does no I/O. With the `client`
+//! feature (Unix only), `bridge::client` adds the async client used by
+//! `serverfs`, the only place this crate links tokio. Its
+//! `BridgeClient::call` takes any [`BridgeCall`] parameter type and returns
+//! that method's result type, built on [`Request::to_frame`],
 //! [`FrameDecoder`], [`Response::from_frame`] and
-//! [`BridgeCall::decode_result`].
+//! [`BridgeCall::decode_result`]. It bounds every connect and every call,
+//! reuses one idle connection for sequential calls while concurrent calls
+//! each open their own, and maps every failure to one [`BridgeErrorCode`]
+//! (`AGENT_BRIDGE_UNAVAILABLE`, `AGENT_BRIDGE_PROTOCOL_ERROR`, or the
+//! Bridge's own code); the `client` module docs give the rules.
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "client", unix))]
+//! # async fn demo() -> Result<(), serverfs_protocol::bridge::client::ClientError> {
+//! use std::path::PathBuf;
+//! use std::time::Duration;
+//!
+//! use serverfs_protocol::bridge::TaskGetParams;
+//! use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
+//!
+//! let options = ClientOptions { call_timeout: Duration::from_secs(10), ..ClientOptions::default() };
+//! let bridge = BridgeClient::new(PathBuf::from("/run/serverfs-agent-bridge/bridge.sock"), options);
+//! match bridge.call(TaskGetParams { task_id: "agt_1".into() }).await {
+//!     Ok(view) => println!("{:?}", view.status),
+//!     // The MCP tool error: `CODE: message`, safe to show a client.
+//!     Err(error) => println!("{}: {error}", error.code().as_str()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
+#[cfg(all(feature = "client", unix))]
+pub mod client;
 mod envelope;
 mod error;
 mod event;

@@ -49,6 +49,21 @@ impl TaskStatus {
         TaskStatus::Interrupted,
     ];
 
+    /// The wire name, e.g. `"waiting_for_approval"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Starting => "starting",
+            TaskStatus::Running => "running",
+            TaskStatus::WaitingForApproval => "waiting_for_approval",
+            TaskStatus::WaitingForQuestion => "waiting_for_question",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
+
     /// Whether the task has ended; a terminal task never runs again.
     pub const fn is_terminal(self) -> bool {
         match self {

@@ -240,14 +240,13 @@ fn task_statuses_and_their_terminality_are_pinned() {
     let wire: Vec<(String, bool)> = TaskStatus::ALL
         .iter()
         .map(|s| {
-            (
-                serde_json::to_value(s)
-                    .unwrap()
-                    .as_str()
-                    .unwrap()
-                    .to_owned(),
-                s.is_terminal(),
-            )
+            let serialized = serde_json::to_value(s).unwrap();
+            assert_eq!(
+                serialized.as_str(),
+                Some(s.as_str()),
+                "as_str matches serde"
+            );
+            (s.as_str().to_owned(), s.is_terminal())
         })
         .collect();
     let expected = [

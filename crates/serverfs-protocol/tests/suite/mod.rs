@@ -1,5 +1,7 @@
 //! Test modules, plus the two assertions every wire test uses.
 
+#[cfg(all(feature = "client", unix))]
+mod client;
 mod envelope;
 mod errors;
 mod events;
