@@ -55,7 +55,9 @@ pub mod adapter;
 mod error;
 mod platform;
 mod process;
+pub mod redact;
 pub mod rpc;
+pub mod service;
 pub mod store;
 
 pub use error::{BridgeError, CommandProblem};

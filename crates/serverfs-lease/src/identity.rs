@@ -115,6 +115,21 @@ impl LeaseId {
         LeaseId::parse(&format!("{ALIAS_PREFIX}{alias}"))
     }
 
+    /// The lease of a configured workdir, as both processes derive it: the
+    /// slot lease `slot:NN` for a workdir configured through a legacy
+    /// container slot (the layout a legacy deployment shares), the alias
+    /// lease otherwise (spec-mcp-filesystem.md §10.2).
+    ///
+    /// # Errors
+    ///
+    /// `INVALID_LEASE_ID` for an invalid slot or alias.
+    pub fn of_workdir(alias: &str, legacy_slot: Option<u8>) -> Result<LeaseId, LeaseError> {
+        match legacy_slot {
+            Some(slot) => LeaseId::slot(slot),
+            None => LeaseId::alias(alias),
+        }
+    }
+
     /// The sixteen legacy slot leases `slot:01`..`slot:16`, in order. A
     /// Bridge that must interoperate with a legacy MCP container pre-creates
     /// all of them (spec §8.2).

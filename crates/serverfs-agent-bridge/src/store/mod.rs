@@ -73,6 +73,7 @@ mod transition;
 mod wire;
 
 pub use connection::{Db, Store};
+pub(crate) use digest::sha256_hex;
 pub use dir::{DATABASE_FILE, RESULTS_DIR, StateDir};
 pub use error::{SpoolProblem, StatePart, StoreError, UnsafeReason};
 pub use event::EventClass;
@@ -82,6 +83,7 @@ pub use interaction::{
     Resolved, Withdrawn,
 };
 pub use result::StoredResult;
+pub(crate) use result::utf8_prefix;
 pub use schema::SCHEMA_VERSION;
 pub use task::{
     Created, IdempotencyKey, NewTask, Purged, TaskError, TaskRecord, Transition, Transitioned,

@@ -46,7 +46,7 @@ impl StoredResult {
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a
 /// character boundary.
-fn utf8_prefix(text: &str, max: usize) -> &str {
+pub(crate) fn utf8_prefix(text: &str, max: usize) -> &str {
     let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

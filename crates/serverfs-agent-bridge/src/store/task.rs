@@ -682,6 +682,20 @@ impl Db {
         )
     }
 
+    /// The `limit` most recently created tasks, newest first (`inspect`).
+    ///
+    /// # Errors
+    ///
+    /// Database failures only.
+    pub fn list_recent_tasks(&mut self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let tx = self.conn.transaction()?;
+        read_tasks(
+            &tx,
+            "ORDER BY t.created_at DESC, t.task_id DESC LIMIT ?1",
+            [limit],
+        )
+    }
+
     /// Deletes terminal tasks completed before `cutoff` (retention, spec
     /// §3.9) with their events, interactions, result rows and spool files,
     /// except those in `keep` (still referenced by a recovery guard). A

@@ -63,14 +63,10 @@ impl WriterLease for BridgeLease {
     }
 }
 
-/// The lease identity of a workdir: `slot:NN` for a container slot (the
-/// legacy layout the Bridge's container setup shares), `alias:<alias>`
-/// otherwise (spec-mcp-filesystem.md §10.2).
+/// The lease identity of a workdir, shared with the Bridge
+/// ([`LeaseId::of_workdir`]).
 pub fn lease_id(workdir: &WorkdirConfig) -> Result<LeaseId, LeaseError> {
-    match workdir.legacy_slot {
-        Some(slot) => LeaseId::slot(slot),
-        None => LeaseId::alias(workdir.alias.as_str()),
-    }
+    LeaseId::of_workdir(workdir.alias.as_str(), workdir.legacy_slot)
 }
 
 /// The lease's refusal as the client sees it: the lease crate's messages

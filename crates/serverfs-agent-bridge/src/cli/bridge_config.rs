@@ -1,0 +1,237 @@
+//! The Bridge's view of the shared configuration: which runtimes to start,
+//! where its socket, state and locks live, who may connect, and the
+//! limits of the task core.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serverfs_agent_bridge::ProxyPolicy;
+use serverfs_agent_bridge::adapter::Adapter;
+use serverfs_agent_bridge::adapter::fake::{FAKE_RUNTIME, FakeAdapter};
+use serverfs_agent_bridge::rpc::PeerPolicy;
+use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings};
+use serverfs_config::{AgentRuntime, Config, select_source};
+use serverfs_lease::{ArtifactAccess, LeaseId};
+
+use super::proxy_env::{self, ProxyEndpoint};
+
+/// Everything `serve` needs, validated.
+#[derive(Debug)]
+pub struct BridgeConfig {
+    pub config: Config,
+    pub settings: ServiceSettings,
+    pub state_dir: PathBuf,
+    /// Runtime names any agent-enabled workdir allows, sorted.
+    pub runtimes: Vec<String>,
+    proxy: ProxyEndpoint,
+}
+
+/// Loads the operator's configuration for the Bridge.
+///
+/// # Errors
+///
+/// A one-line reason: the configuration's own errors, the Bridge disabled,
+/// a relative state directory, a runtime this build cannot run, or a
+/// proxied runtime without an endpoint.
+pub fn load(
+    config_flag: Option<PathBuf>,
+    env: &BTreeMap<String, String>,
+) -> Result<BridgeConfig, String> {
+    let source = select_source(config_flag, &[], env).map_err(|e| e.to_string())?;
+    let config = Config::load(&source, &[], env).map_err(|e| e.to_string())?;
+    let agent = &config.agent;
+    if !agent.bridge_enabled {
+        return Err(
+            "agent.enabled: the Agent Bridge is disabled; set [agent] enabled = true \
+             (or SERVERFS_AGENT_BRIDGE_ENABLED=true)"
+                .to_owned(),
+        );
+    }
+    if !agent.state_dir.is_absolute() {
+        return Err(
+            "agent.state_dir: must be absolute (no XDG_STATE_HOME or HOME to derive it from)"
+                .to_owned(),
+        );
+    }
+    let mut runtimes: Vec<String> = config
+        .workdirs
+        .iter()
+        .filter(|workdir| workdir.agent_mode.is_enabled())
+        .flat_map(|workdir| workdir.agent_runtimes.iter())
+        .map(|runtime| runtime.as_str().to_owned())
+        .collect();
+    runtimes.sort_unstable();
+    runtimes.dedup();
+    if let Some(missing) = runtimes.iter().find(|name| name.as_str() != FAKE_RUNTIME) {
+        return Err(format!(
+            "agent_runtimes: runtime {missing} is not provided by this build of the Agent \
+             Bridge (available: {FAKE_RUNTIME})"
+        ));
+    }
+    let proxy = proxy_env::read(env)?;
+    if proxy.url.is_none()
+        && let Some(runtime) = agent.proxy_runtimes.first()
+    {
+        return Err(format!(
+            "agent.proxy_runtimes: {runtime} must use the agent proxy, but \
+             SERVERFS_AGENT_PROXY_URL is not set"
+        ));
+    }
+    Ok(BridgeConfig {
+        settings: ServiceSettings::from_agent(agent),
+        state_dir: agent.state_dir.clone(),
+        runtimes,
+        proxy,
+        config,
+    })
+}
+
+impl BridgeConfig {
+    /// The Bridge's socket.
+    pub fn socket(&self) -> &PathBuf {
+        &self.config.agent.bridge_socket
+    }
+
+    /// Who may connect: the configured uid (default ours) and gid.
+    pub fn peer_policy(&self) -> PeerPolicy {
+        let agent = &self.config.agent;
+        let policy = agent
+            .peer_uid
+            .map_or_else(PeerPolicy::current_user, PeerPolicy::uid);
+        match agent.peer_gid {
+            Some(gid) => policy.with_gid(gid),
+            None => policy,
+        }
+    }
+
+    /// Lock artifacts are shared with the peer's group when one is set.
+    pub fn artifact_access(&self) -> ArtifactAccess {
+        match self.config.agent.peer_gid {
+            Some(gid) => ArtifactAccess::Shared { gid },
+            None => ArtifactAccess::Private,
+        }
+    }
+
+    /// The leases whose artifacts must exist before serving: every writable
+    /// workdir's (the MCP server takes them for its mutations), plus the
+    /// sixteen legacy slot leases when any workdir came from a slot.
+    pub fn lease_ids(&self) -> Result<Vec<LeaseId>, String> {
+        let mut ids = Vec::new();
+        for workdir in self.config.workdirs.iter().filter(|w| !w.read_only) {
+            let id = LeaseId::of_workdir(workdir.alias.as_str(), workdir.legacy_slot)
+                .map_err(|error| format!("workdir {}: {error}", workdir.alias.as_str()))?;
+            ids.push(id);
+        }
+        if self.config.workdirs.iter().any(|w| w.legacy_slot.is_some()) {
+            ids.extend(LeaseId::legacy_slots());
+        }
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup_by(|a, b| a.as_str() == b.as_str());
+        Ok(ids)
+    }
+
+    /// The workdir policies.
+    pub fn policies(&self) -> Result<Policies, String> {
+        Policies::from_config(&self.config)
+    }
+
+    /// One adapter per enabled runtime, each with its proxy policy.
+    pub fn runtimes(&self) -> Runtimes {
+        let adapters = self.runtimes.iter().filter_map(|name| {
+            let policy = self.proxy_policy(name);
+            let adapter: Arc<dyn Adapter> = match name.as_str() {
+                FAKE_RUNTIME => Arc::new(FakeAdapter::with_proxy(policy)),
+                _ => return None,
+            };
+            Some(adapter)
+        });
+        Runtimes::new(adapters)
+    }
+
+    fn proxy_policy(&self, runtime: &str) -> ProxyPolicy {
+        let enabled = self
+            .config
+            .agent
+            .proxy_runtimes
+            .iter()
+            .any(|proxied| proxied.as_str() == runtime);
+        ProxyPolicy {
+            proxy_url: self.proxy.url.clone(),
+            no_proxy: self.proxy.no_proxy.clone(),
+            enabled_for_runtime: enabled,
+        }
+    }
+
+    /// The `check-config` report: paths, peer, limits, runtimes and the
+    /// agent policy of every workdir (aliases only; the operator's own
+    /// paths are shown since only the operator runs this).
+    pub fn report(&self) -> String {
+        let agent = &self.config.agent;
+        let settings = &self.settings;
+        let mut out = String::new();
+        let _ = writeln!(out, "agent bridge: enabled");
+        let _ = writeln!(out, "  socket: {}", agent.bridge_socket.display());
+        let _ = writeln!(out, "  state_dir: {}", self.state_dir.display());
+        let _ = writeln!(out, "  lock_dir: {}", agent.lock_dir.display());
+        let peer = self.peer_policy();
+        let _ = writeln!(
+            out,
+            "  peer: uid {}{}",
+            peer.allowed_uid(),
+            peer.allowed_gid()
+                .map_or_else(String::new, |gid| format!(", gid {gid}"))
+        );
+        let _ = writeln!(
+            out,
+            "  limits: max_active_tasks {}, task_timeout {} s, interaction_timeout {} s, \
+             retention {} h, result_spool_threshold {} bytes",
+            settings.limits.max_active_tasks,
+            settings.task_timeout.as_secs(),
+            settings.interaction_timeout.as_secs(),
+            settings.retention.as_secs() / 3600,
+            settings.limits.max_inline_result_bytes,
+        );
+        let proxied: Vec<&str> = agent
+            .proxy_runtimes
+            .iter()
+            .map(AgentRuntime::as_str)
+            .collect();
+        let _ = writeln!(
+            out,
+            "  runtimes: {} (agent proxy: {})",
+            list_or_none(&self.runtimes.iter().map(String::as_str).collect::<Vec<_>>()),
+            list_or_none(&proxied),
+        );
+        let _ = writeln!(out, "workdirs:");
+        for workdir in &self.config.workdirs {
+            let runtimes: Vec<&str> = workdir
+                .agent_runtimes
+                .iter()
+                .map(AgentRuntime::as_str)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {}: agent_mode {}, runtimes {}, {}",
+                workdir.alias.as_str(),
+                workdir.agent_mode.as_str(),
+                list_or_none(&runtimes),
+                if workdir.read_only {
+                    "read-only"
+                } else {
+                    "read-write"
+                },
+            );
+        }
+        out
+    }
+}
+
+fn list_or_none(items: &[&str]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}

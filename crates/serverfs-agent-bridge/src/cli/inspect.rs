@@ -1,0 +1,119 @@
+//! `serverfs-agent-bridge inspect`: what the Bridge's state holds, for an
+//! operator at a terminal. Redacted by construction: it prints ids,
+//! statuses, aliases, relative paths, codes and times — never a prompt, an
+//! answer, a response, a provider-native id or a host path.
+//!
+//! Safe while the Bridge runs: SQLite in WAL mode lets this read beside
+//! the daemon, and recovery guards are only read.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
+use serverfs_lease::{ProviderLiveness, probe_recorded_group};
+
+use super::{bridge_config, config_error};
+
+/// Prints the summary; exit 0, or 2 when the configuration or state is
+/// unusable.
+pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: u32) -> ExitCode {
+    let config = match bridge_config::load(config_flag, env) {
+        Ok(config) => config,
+        Err(message) => return config_error(&message),
+    };
+    let mut out = String::new();
+    if config.state_dir.join(DATABASE_FILE).exists() {
+        match read_tasks(&config, limit) {
+            Ok(tasks) => write_tasks(&mut out, &tasks),
+            Err(message) => {
+                eprintln!("serverfs-agent-bridge: cannot read the state: {message}");
+                return ExitCode::from(super::EXIT_CONFIG);
+            }
+        }
+    } else {
+        let _ = writeln!(out, "tasks: none (the Bridge has not run yet)");
+    }
+    write_guards(&mut out, &config.config.agent.lock_dir);
+    print!("{out}");
+    ExitCode::SUCCESS
+}
+
+fn read_tasks(config: &bridge_config::BridgeConfig, limit: u32) -> Result<Vec<TaskRecord>, String> {
+    let state =
+        StateDir::open(&config.state_dir).map_err(|e| format!("{}: {e}", e.code().as_str()))?;
+    let store = Store::open(state, config.settings.limits.clone())
+        .map_err(|e| format!("{}: {e}", e.code().as_str()))?;
+    let tasks = store
+        .call_blocking(move |db| db.list_recent_tasks(limit))
+        .map_err(|e| format!("{}: {e}", e.code().as_str()));
+    let _ = store.close();
+    tasks
+}
+
+fn write_tasks(out: &mut String, tasks: &[TaskRecord]) {
+    let active = tasks.iter().filter(|t| !t.status.is_terminal()).count();
+    let _ = writeln!(out, "tasks: {} shown, {active} unfinished", tasks.len());
+    for task in tasks {
+        let cwd = if task.relative_cwd.is_empty() {
+            "."
+        } else {
+            task.relative_cwd.as_str()
+        };
+        let _ = write!(
+            out,
+            "  {} {} runtime={} workdir={} cwd={} profile={} created_at={} events={}",
+            task.task_id,
+            task.status.as_str(),
+            task.runtime,
+            task.workdir_alias,
+            cwd,
+            task.profile.as_str(),
+            task.created_at,
+            task.event_count,
+        );
+        if let Some(code) = task.error_code {
+            let _ = write!(out, " error={}", code.as_str());
+        }
+        if let Some(request_id) = &task.pending_request_id {
+            let _ = write!(out, " pending_request={request_id}");
+        }
+        if let Some(result) = &task.result {
+            let _ = write!(out, " result_bytes={}", result.size_bytes);
+        }
+        out.push('\n');
+    }
+}
+
+fn write_guards(out: &mut String, lock_dir: &std::path::Path) {
+    match serverfs_lease::list_guards(lock_dir) {
+        Ok(guards) if guards.is_empty() => {
+            let _ = writeln!(out, "recovery guards: none");
+        }
+        Ok(guards) => {
+            let _ = writeln!(out, "recovery guards: {}", guards.len());
+            for (lease, record) in guards {
+                let provider = match probe_recorded_group(&record) {
+                    ProviderLiveness::ProvenStopped => "stopped",
+                    ProviderLiveness::Running => "running",
+                    ProviderLiveness::Unknown => "unknown",
+                };
+                let _ = writeln!(
+                    out,
+                    "  {} task={} runtime={} provider={provider}",
+                    lease.label(),
+                    record.task_id,
+                    record.runtime,
+                );
+            }
+        }
+        Err(error) => {
+            let _ = writeln!(
+                out,
+                "recovery guards: unreadable ({})",
+                error.code().as_str()
+            );
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Command line of `serverfs-agent-bridge`: `serve`, `check-config` and
+//! `inspect`, all reading the operator's one source of truth (the same
+//! `serverfs.toml` or `.env`-style variables `serverfs` reads).
+
+mod bridge_config;
+mod inspect;
+mod proxy_env;
+mod serve;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit status for configuration and start-up errors.
+const EXIT_CONFIG: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "serverfs-agent-bridge",
+    version,
+    about = "The ServerFS Agent Bridge: runs operator-configured coding agents for tasks \
+             the ServerFS MCP server submits over a private Unix socket.",
+    after_help = "Configuration: the [agent] section and per-workdir agent_mode / \
+                  agent_runtimes of serverfs.toml (or the SERVERFS_* / WORKDIR_NN_* \
+                  variables). Reference: docs/agent-bridge.md"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the Bridge until SIGTERM or SIGINT. Logs go to stderr as JSON
+    /// lines.
+    Serve(ConfigArgs),
+    /// Validate the configuration and print the Bridge's effective
+    /// settings, then exit (0 when valid, 2 otherwise).
+    CheckConfig(ConfigArgs),
+    /// Print a summary of tasks, pending requests and recovery guards
+    /// (no prompts, answers, responses or host paths), then exit.
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// The serverfs.toml to read. Default: $SERVERFS_CONFIG, else the
+    /// WORKDIR_NN_* / SERVERFS_* environment.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Most recent tasks to list.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    limit: u32,
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    match cli.command {
+        Command::Serve(args) => serve::run(args.config, &env),
+        Command::CheckConfig(args) => match bridge_config::load(args.config, &env) {
+            Ok(config) => {
+                print!("{}", config.report());
+                ExitCode::SUCCESS
+            }
+            Err(message) => config_error(&message),
+        },
+        Command::Inspect(args) => inspect::run(args.config.config, &env, args.limit),
+    }
+}
+
+/// Prints a configuration error in the one-line form and returns exit 2.
+fn config_error(message: &str) -> ExitCode {
+    eprintln!("serverfs-agent-bridge: configuration error: {message}");
+    ExitCode::from(EXIT_CONFIG)
+}

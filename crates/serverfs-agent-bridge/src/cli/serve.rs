@@ -1,0 +1,155 @@
+//! `serverfs-agent-bridge serve`: the daemon's life.
+//!
+//! Order matters: the socket is claimed first (its lock refuses a second
+//! Bridge before it can touch the shared state), then the lock artifacts
+//! and the store, then start-up reconciliation, then serving. SIGTERM or
+//! SIGINT stops accepting, interrupts running providers within a bound and
+//! leaves every task in a terminal, consistent state.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serverfs_agent_bridge::rpc::{BridgeListener, shutdown_channel};
+use serverfs_agent_bridge::service::TaskService;
+use serverfs_agent_bridge::store::{StateDir, Store};
+use tokio::signal::unix::{SignalKind, signal};
+use tracing_subscriber::EnvFilter;
+
+use super::{EXIT_CONFIG, bridge_config, config_error};
+
+/// Runs the daemon; exit 0 after a graceful shutdown, 2 when it cannot
+/// start, 1 when serving fails.
+pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>) -> ExitCode {
+    let config = match bridge_config::load(config_flag, env) {
+        Ok(config) => config,
+        Err(message) => return config_error(&message),
+    };
+    init_logging(config.config.server.log_level.as_str());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return start_error("the async runtime could not be started"),
+    };
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
+    let listener = match BridgeListener::bind(config.socket(), config.peer_policy()) {
+        Ok(listener) => listener,
+        Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
+    };
+    let lease_ids = match config.lease_ids() {
+        Ok(ids) => ids,
+        Err(message) => return config_error(&message),
+    };
+    if let Err(error) = serverfs_lease::prepare_artifacts(
+        &config.config.agent.lock_dir,
+        config.artifact_access(),
+        &lease_ids,
+    ) {
+        return start_error(&format!("{}: {error}", error.code().as_str()));
+    }
+    let policies = match config.policies() {
+        Ok(policies) => policies,
+        Err(message) => return config_error(&message),
+    };
+    let store = match StateDir::open(&config.state_dir)
+        .and_then(|state| Store::open(state, config.settings.limits.clone()))
+    {
+        Ok(store) => store,
+        Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
+    };
+    let service = match TaskService::start(
+        store.clone(),
+        policies,
+        config.runtimes(),
+        config.settings.clone(),
+    )
+    .await
+    {
+        Ok(service) => Arc::new(service),
+        Err(error) => return start_error(&error.to_string()),
+    };
+    let (stop, signal_stop) = shutdown_channel();
+    let server = tokio::spawn(listener.serve(Arc::clone(&service) as _, signal_stop));
+    tracing::info!(
+        runtimes = config.runtimes.join(","),
+        workdirs = config.config.workdirs.len(),
+        "agent bridge serving"
+    );
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    stop.trigger();
+    service.shutdown().await;
+    let served = server.await;
+    if let Err(error) = store.close() {
+        tracing::warn!(code = error.code().as_str(), "store did not close cleanly");
+    }
+    match served {
+        Ok(Ok(())) => {
+            tracing::info!("agent bridge stopped");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(error)) => {
+            tracing::error!(code = error.code().as_str(), "serving failed");
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            tracing::error!("the server task failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT. If the handlers cannot be installed the
+/// Bridge would be unstoppable except by SIGKILL, so it waits forever on
+/// whichever works and logs the failure.
+async fn wait_for_signal() {
+    let terminate = signal(SignalKind::terminate());
+    let interrupt = signal(SignalKind::interrupt());
+    match (terminate, interrupt) {
+        (Ok(mut terminate), Ok(mut interrupt)) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
+            tracing::warn!("only one shutdown signal handler could be installed");
+            only.recv().await;
+        }
+        (Err(_), Err(_)) => {
+            tracing::error!("no shutdown signal handler could be installed");
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+fn start_error(message: &str) -> ExitCode {
+    eprintln!("serverfs-agent-bridge: cannot start: {message}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// JSON lines on stderr: our events at `level`, dependencies at warn.
+fn init_logging(level: &str) {
+    let level = match level {
+        "warning" => "warn",
+        other => other,
+    };
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_target(false)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::new(format!(
+            "warn,serverfs_agent_bridge={level}"
+        )))
+        .try_init();
+}

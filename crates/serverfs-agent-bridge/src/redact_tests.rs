@@ -1,0 +1,734 @@
+//! Unit tests of host-path redaction: the path form, the free-text token
+//! rules, the structured walk, and a generated-input property run.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::*;
+
+const ROOT: &str = "/srv/work";
+const CANONICAL: &str = "/mnt/data/work";
+const W: &str = WORKDIR_MARKER;
+const O: &str = OUTSIDE_MARKER;
+
+fn redactor(roots: &[&str]) -> Redactor {
+    Redactor::new(roots.iter().map(PathBuf::from))
+}
+
+fn work() -> Redactor {
+    redactor(&[ROOT])
+}
+
+/// Checks `(input, expected)` rows against `render`, reporting every
+/// failing row at once, and that rendering the expected output again
+/// changes nothing (idempotence on hand-picked cases).
+fn check_table(name: &str, render: impl Fn(&str) -> String, rows: &[(&str, &str)]) {
+    let mut failures = Vec::new();
+    for (input, expected) in rows {
+        let got = render(input);
+        if got != *expected {
+            failures.push(format!("{input:?}: got {got:?}, want {expected:?}"));
+        }
+        let again = render(expected);
+        if again != *expected {
+            failures.push(format!("{expected:?} is not stable: became {again:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn path_form_of_absolute_paths() {
+    let redactor = work();
+    check_table(
+        "absolute path form",
+        |text| redactor.path(text),
+        &[
+            ("/srv/work", "."),
+            ("/srv/work/", "."),
+            ("/srv/work/.", "."),
+            ("/srv//work//", "."),
+            ("/srv/work/src/main.rs", "src/main.rs"),
+            ("/srv/work/src/", "src"),
+            ("/srv//work//src/./main.rs", "src/main.rs"),
+            ("/srv/work/a/../b", "b"),
+            ("/srv/work/../work/x", "x"),
+            ("/../srv/work/x", "x"),
+            ("/srv/work/a b/ç.txt", "a b/ç.txt"),
+            ("/srv/work/..", O),
+            ("/srv/work/../../etc/passwd", O),
+            ("/srv/work/a/../../x", O),
+            ("/srv/workshop/x", O),
+            ("/srv/work2", O),
+            ("/srv", O),
+            ("/", O),
+            ("/etc/passwd", O),
+            ("/SRV/WORK/x", O),
+        ],
+    );
+}
+
+#[test]
+fn path_form_of_relative_paths() {
+    let redactor = work();
+    check_table(
+        "relative path form",
+        |text| redactor.path(text),
+        &[
+            ("", ""),
+            (".", "."),
+            ("src/main.rs", "src/main.rs"),
+            ("./a", "./a"),
+            ("dir/", "dir/"),
+            ("a/../b", "a/../b"),
+            ("a/./../.", "a/./../."),
+            ("a//b", "a//b"),
+            ("..", O),
+            ("../x", O),
+            ("a/../../b", O),
+            ("./..", O),
+            ("a/b/../../../c", O),
+        ],
+    );
+}
+
+#[test]
+fn free_text_whole_string_is_one_path() {
+    let redactor = work();
+    check_table(
+        "whole-string free text",
+        |text| redactor.text(text),
+        &[
+            ("/srv/work", W),
+            ("/srv/work/", &format!("{W}/")),
+            ("/srv/work/src/lib.rs", &format!("{W}/src/lib.rs")),
+            ("/srv/work/src/", &format!("{W}/src/")),
+            ("/srv/work/x.", &format!("{W}/x.")),
+            ("/srv/work/./a/../b", &format!("{W}/b")),
+            ("/etc/passwd", O),
+            // One segment is still a whole absolute path here, unlike in prose.
+            ("/api", O),
+            ("/api.", "/api."),
+            ("/", O),
+            ("/srv/work/../..", O),
+            ("/srv/work/src/..", W),
+        ],
+    );
+}
+
+#[test]
+fn free_text_root_after_each_allowed_preceding_char() {
+    let redactor = work();
+    let preceding = [
+        "'", "\"", "(", "[", "{", "<", ",", ":", "=", " ", "\t", "\n", "\r", "`", ";", ">",
+        "\u{0}", "\u{a0}", "\u{3000}", "«", "→", "🚀",
+    ];
+    let mut failures = Vec::new();
+    for before in preceding {
+        for (after, rendered) in [("", W.to_owned()), ("/src/a.rs", format!("{W}/src/a.rs"))] {
+            let input = format!("x{before}{ROOT}{after} y");
+            let want = format!("x{before}{rendered} y");
+            let got = redactor.text(&input);
+            if got != want {
+                failures.push(format!("{input:?}: got {got:?}, want {want:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn free_text_root_followed_by_each_allowed_following_char() {
+    let redactor = work();
+    let following = [
+        "/", " ", "\t", "\n", "'", "\"", ")", "]", "}", ">", ",", ":", ";", "", "`", "=", ".", "!",
+        "?",
+    ];
+    let mut failures = Vec::new();
+    for after in following {
+        for tail in ["", " tail"] {
+            // A root that is a whole string is the whole-string rule; put
+            // prose in front to exercise the embedded rule.
+            let input = format!("at {ROOT}{after}{tail}");
+            let rendered_after = if after == "/" { "/" } else { after };
+            let want = format!("at {W}{rendered_after}{tail}");
+            let got = redactor.text(&input);
+            if got != want {
+                failures.push(format!("{input:?}: got {got:?}, want {want:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn free_text_embedded_root_glued_to_a_word_stays() {
+    let redactor = work();
+    check_table(
+        "glued root",
+        |text| redactor.text(text),
+        &[
+            ("foo/srv/work/x", "foo/srv/work/x"),
+            ("see foo/srv/work now", "see foo/srv/work now"),
+            ("a-/srv/work", "a-/srv/work"),
+            ("~/srv/work/x", "~/srv/work/x"),
+            ("../srv/work/x", "../srv/work/x"),
+            ("_/srv/work", "_/srv/work"),
+            ("é/srv/work", "é/srv/work"),
+            ("中/srv/work/x", "中/srv/work/x"),
+            ("(a)/srv/work", "(a)/srv/work"),
+        ],
+    );
+}
+
+#[test]
+fn free_text_sibling_and_escape_tokens_are_outside() {
+    let repo = redactor(&["/srv/repo"]);
+    check_table(
+        "siblings of /srv/repo",
+        |text| repo.text(text),
+        &[
+            ("see /srv/repo2/x.", &format!("see {O}.")),
+            ("/srv/repo2/x.", &format!("{O}.")),
+            ("see /srv/repo2, ok", &format!("see {O}, ok")),
+            ("(/srv/repo-old/a)", &format!("({O})")),
+            ("it is /srv/repository!", &format!("it is {O}!")),
+            ("at /srv/repo.bak/x?", &format!("at {O}?")),
+            ("at /srv/repo.", &format!("at {W}.")),
+            ("at /srv/repo/../other/x", &format!("at {O}")),
+            ("at /srv/repo/../repo/x", &format!("at {W}/x")),
+            ("at /srv/repo/a/../../../etc", &format!("at {O}")),
+            ("at /srv/repo:x", &format!("at {W}:x")),
+            ("at /srv/repo2:x", &format!("at {O}:x")),
+        ],
+    );
+    let short = redactor(&["/work"]);
+    check_table(
+        "siblings of a one-segment root",
+        |text| short.text(text),
+        &[
+            ("in /work2 now", &format!("in {O} now")),
+            ("in /work now", &format!("in {W} now")),
+            ("in /wor now", "in /wor now"),
+            ("in /workers/x now", &format!("in {O} now")),
+        ],
+    );
+}
+
+#[test]
+fn free_text_paths_in_prose() {
+    let redactor = work();
+    check_table(
+        "prose",
+        |text| redactor.text(text),
+        &[
+            (
+                "cp /srv/work/a /srv/work/b && cat /srv/work",
+                &format!("cp {W}/a {W}/b && cat {W}"),
+            ),
+            (
+                "/srv/work/src/main.rs:12:5: error[E0308]",
+                &format!("{W}/src/main.rs:12:5: error[E0308]"),
+            ),
+            (
+                "edit `/srv/work/src/lib.rs`",
+                &format!("edit `{W}/src/lib.rs`"),
+            ),
+            (
+                "[notes](/srv/work/docs/a.md)",
+                &format!("[notes]({W}/docs/a.md)"),
+            ),
+            (
+                "{\"path\":\"/srv/work/x\"}",
+                &format!("{{\"path\":\"{W}/x\"}}"),
+            ),
+            ("--root=/srv/work/sub", &format!("--root={W}/sub")),
+            ("PATH=/usr/bin:/srv/work/bin", &format!("PATH={O}:{W}/bin")),
+            ("/srv/work:/srv/work/bin", &format!("{W}:{W}/bin")),
+            (
+                "see /srv/work/../../etc/shadow now",
+                &format!("see {O} now"),
+            ),
+            ("in /srv/work/./a//b/ dir", &format!("in {W}/a/b/ dir")),
+            ("at /srv/work/..", &format!("at {O}")),
+            ("at /srv/work/..!", &format!("at {O}!")),
+            ("at /srv/work/src/..", &format!("at {W}")),
+            ("at /srv/work/.", &format!("at {W}")),
+            ("at /srv/work/src/...", &format!("at {W}/src/...")),
+            ("at /srv/work/src/...!", &format!("at {W}/src/...!")),
+            ("at /srv/work/a...", &format!("at {W}/a...")),
+            ("echo hi 2>/dev/null", &format!("echo hi 2>{O}")),
+            ("a=/srv/work/x=/etc/passwd", &format!("a={W}/x={O}")),
+            ("\"/srv/work/it's\"", &format!("\"{W}/it's\"")),
+        ],
+    );
+}
+
+#[test]
+fn free_text_outside_absolute_paths() {
+    let redactor = work();
+    check_table(
+        "outside paths",
+        |text| redactor.text(text),
+        &[
+            ("cat /etc/passwd", &format!("cat {O}")),
+            ("key at /home/u/.ssh/id_rsa.", &format!("key at {O}.")),
+            ("(/home/alice/.ssh/id_rsa)", &format!("({O})")),
+            ("open '/var/lib/x' now", &format!("open '{O}' now")),
+            ("see /tmp/a:/tmp/b", &format!("see {O}:{O}")),
+            ("in /usr and /tmp/ only", "in /usr and /tmp/ only"),
+            ("GET /api now", "GET /api now"),
+            ("a / b", "a / b"),
+            ("file:///etc/passwd", &format!("file://{O}")),
+            ("file:///srv/work/a.rs", &format!("file://{W}/a.rs")),
+            ("file:/etc/passwd", &format!("file:{O}")),
+        ],
+    );
+}
+
+#[test]
+fn free_text_leaves_urls_fractions_and_plain_text() {
+    let redactor = work();
+    let untouched = [
+        "https://example.com/a/b",
+        "see https://github.com/owner/repo/blob/main/src/x.rs.",
+        "http://localhost:8080/api/v1",
+        "ssh://host//srv/work",
+        "git@github.com:owner/repo.git",
+        "3/4 of 1/2/3",
+        "and/or, km/h, TCP/IP",
+        "src/main.rs and ./x/y",
+        "no paths here",
+        "",
+        "<workdir>/src/a.rs",
+        "<outside-workdir>",
+        "日本語のテキスト",
+    ];
+    let rows: Vec<(&str, &str)> = untouched.iter().map(|text| (*text, *text)).collect();
+    check_table("untouched", |text| redactor.text(text), &rows);
+}
+
+#[test]
+fn free_text_is_utf8_safe_around_paths() {
+    let redactor = work();
+    check_table(
+        "unicode",
+        |text| redactor.text(text),
+        &[
+            (
+                "日本語 /srv/work/ファイル.txt を見て",
+                &format!("日本語 {W}/ファイル.txt を見て"),
+            ),
+            ("«/srv/work/x»", &format!("«{W}/x»")),
+            ("→/srv/work→/etc/passwd", &format!("→{W}→{O}")),
+            ("🚀/srv/work/π.rs🚀", &format!("🚀{W}/π.rs🚀")),
+            ("ü/srv/work/x", "ü/srv/work/x"),
+            ("\u{3000}/home/ü/ß", &format!("\u{3000}{O}")),
+        ],
+    );
+}
+
+#[test]
+fn two_root_spellings_are_both_the_workdir() {
+    let redactor = redactor(&[ROOT, CANONICAL]);
+    check_table(
+        "two spellings, path form",
+        |text| redactor.path(text),
+        &[
+            ("/srv/work/a", "a"),
+            ("/mnt/data/work/a", "a"),
+            ("/mnt/data/work", "."),
+            ("/mnt/data/workers", O),
+            ("/mnt/data", O),
+        ],
+    );
+    check_table(
+        "two spellings, free text",
+        |text| redactor.text(text),
+        &[
+            (
+                "from /srv/work/a to /mnt/data/work/b",
+                &format!("from {W}/a to {W}/b"),
+            ),
+            ("(/mnt/data/work)", &format!("({W})")),
+            ("see /mnt/data/work2/x", &format!("see {O}")),
+        ],
+    );
+}
+
+#[test]
+fn nested_root_spellings_use_the_longest() {
+    let redactor = redactor(&["/srv", "/srv/work/inner"]);
+    assert_eq!(redactor.path("/srv/work/inner/a"), "a");
+    assert_eq!(redactor.path("/srv/work/a"), "work/a");
+    assert_eq!(redactor.text("at /srv/work/inner/a"), format!("at {W}/a"));
+}
+
+#[test]
+fn root_spellings_are_normalised_and_relative_ones_ignored() {
+    let redactor = redactor(&["/srv//work/", "/srv/./x/../work", "relative/dir", ""]);
+    assert_eq!(redactor.path("/srv/work/a"), "a");
+    assert_eq!(redactor.text("at /srv/work/a"), format!("at {W}/a"));
+    assert_eq!(redactor.path("/relative/dir"), O);
+    assert_eq!(redactor.roots.len(), 1);
+}
+
+#[test]
+fn debug_output_hides_root_spellings() {
+    let shown = format!("{:?}", redactor(&[ROOT, CANONICAL]));
+    assert_eq!(shown, "Redactor { root_spellings: 2 }");
+}
+
+#[test]
+fn root_slash_is_degenerate_but_consistent() {
+    let redactor = redactor(&["/"]);
+    check_table(
+        "root / path form",
+        |text| redactor.path(text),
+        &[
+            ("/", "."),
+            ("/etc/passwd", "etc/passwd"),
+            ("/..", "."),
+            ("a/../..", O),
+        ],
+    );
+    check_table(
+        "root / free text",
+        |text| redactor.text(text),
+        &[
+            ("cat /etc/passwd", &format!("cat {W}/etc/passwd")),
+            ("/usr", &format!("{W}/usr")),
+            ("in /usr now", &format!("in {W}/usr now")),
+            ("3/4 https://x/y", "3/4 https://x/y"),
+        ],
+    );
+}
+
+#[test]
+fn no_root_means_everything_absolute_is_outside() {
+    let redactor = Redactor::new(Vec::new());
+    assert_eq!(redactor.path("/srv/work"), O);
+    assert_eq!(redactor.path("a/b"), "a/b");
+    assert_eq!(
+        redactor.text("at /srv/work and /x"),
+        format!("at {O} and /x")
+    );
+}
+
+#[test]
+fn structured_path_keys_take_the_path_form() {
+    let redactor = work();
+    for key in PATH_KEYS {
+        let mut value = json!({
+            key: "/srv/work/src/a.rs",
+            "nested": {key: "/etc/passwd"},
+            "list": [{key: "/srv/work"}],
+            "relative": {key: "../up"},
+            "kept": {key: "src/a b.rs"},
+            "spaced": {key: "/srv/work/my file.txt"},
+        });
+        redactor.value(&mut value);
+        assert_eq!(
+            value,
+            json!({
+                key: "src/a.rs",
+                "nested": {key: O},
+                "list": [{key: "."}],
+                "relative": {key: O},
+                "kept": {key: "src/a b.rs"},
+                "spaced": {key: "my file.txt"},
+            }),
+            "key {key}"
+        );
+    }
+}
+
+#[test]
+fn structured_path_list_keys_take_the_path_form_per_element() {
+    let redactor = work();
+    for key in PATH_LIST_KEYS {
+        let mut value = json!({
+            "sandbox": {key: ["/srv/work", "/srv/work/out", "/etc", "rel/x", "../x", 7, {"note": "/etc/passwd"}]},
+        });
+        redactor.value(&mut value);
+        assert_eq!(
+            value,
+            json!({
+                "sandbox": {key: [".", "out", O, "rel/x", O, 7, {"note": O}]},
+            }),
+            "key {key}"
+        );
+    }
+}
+
+#[test]
+fn structured_dropped_keys_vanish_at_every_depth() {
+    let redactor = work();
+    for key in DROPPED_KEYS {
+        let mut value = json!({
+            key: "sess-1",
+            "kept": 1,
+            "inner": {key: {"deep": "x"}, "also": true},
+            "items": [{key: 3, "id": "a"}, [{key: null}]],
+        });
+        redactor.value(&mut value);
+        assert_eq!(
+            value,
+            json!({
+                "kept": 1,
+                "inner": {"also": true},
+                "items": [{"id": "a"}, [{}]],
+            }),
+            "key {key}"
+        );
+    }
+}
+
+#[test]
+fn structured_other_strings_by_shape() {
+    let redactor = work();
+    let mut value = json!({
+        "message": "wrote /srv/work/a.rs and read /etc/hosts.",
+        "target": "/srv/work/src",
+        "outside": "/etc/passwd",
+        "single": "/api",
+        "glued": "foo/srv/work",
+        "url": "https://example.com/a/b",
+        "path": 12,
+        "cwd": {"inner": "/srv/work/x"},
+        "read": "/srv/work/not-a-list",
+        "write": true,
+        "deep": [[["/srv/work/deep", ["see /home/u/.ssh/id_rsa"]]]],
+        "numbers": [1, 2.5, null, false],
+        "comma": "/srv/work/a,b.txt",
+    });
+    redactor.value(&mut value);
+    assert_eq!(
+        value,
+        json!({
+            "message": format!("wrote {W}/a.rs and read {O}."),
+            "target": "src",
+            "outside": O,
+            "single": O,
+            "glued": "foo/srv/work",
+            "url": "https://example.com/a/b",
+            "path": 12,
+            "cwd": {"inner": "x"},
+            "read": "not-a-list",
+            "write": true,
+            "deep": [[["deep", [format!("see {O}")]]]],
+            "numbers": [1, 2.5, null, false],
+            "comma": format!("{W}/a,b.txt"),
+        })
+    );
+}
+
+#[test]
+fn structured_keys_are_redacted_too() {
+    let redactor = work();
+    let mut value = json!({
+        "changes": {
+            "/srv/work/src/a.rs": {"kind": "add"},
+            "/srv/work/src/b.rs": {"kind": "delete"},
+            "see /etc/x/y": 1,
+            "plain": 2,
+        },
+    });
+    redactor.value(&mut value);
+    assert_eq!(
+        value,
+        json!({
+            "changes": {
+                "src/a.rs": {"kind": "add"},
+                "src/b.rs": {"kind": "delete"},
+                format!("see {O}"): 1,
+                "plain": 2,
+            },
+        })
+    );
+}
+
+#[test]
+fn structured_key_rules_match_the_original_key() {
+    // A key that redacts to `path` is not a path key: its string value
+    // still gets the general rule, and a host path in it is still caught.
+    let redactor = work();
+    let mut value = json!({"/srv/work/path": "read /etc/passwd now"});
+    redactor.value(&mut value);
+    assert_eq!(value, json!({"path": format!("read {O} now")}));
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Approval {
+    path: String,
+    reason: String,
+    #[serde(default)]
+    turn_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct NeedsThread {
+    thread_id: String,
+}
+
+#[test]
+fn typed_payloads_round_trip() {
+    let redactor = work();
+    let approval = Approval {
+        path: "/srv/work/Cargo.toml".to_owned(),
+        reason: "edit /srv/work/Cargo.toml, not /etc/hosts".to_owned(),
+        turn_id: Some("t-9".to_owned()),
+    };
+    assert_eq!(
+        redactor.redact(&approval).unwrap(),
+        Approval {
+            path: "Cargo.toml".to_owned(),
+            reason: format!("edit {W}/Cargo.toml, not {O}"),
+            turn_id: None,
+        }
+    );
+    let failed = redactor.redact(&NeedsThread {
+        thread_id: "x".to_owned(),
+    });
+    assert!(failed.is_err(), "{failed:?}");
+}
+
+/// A deterministic xorshift generator: reproducible inputs without a
+/// dependency.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        usize::try_from(self.next() % u64::try_from(bound).unwrap()).unwrap()
+    }
+}
+
+const FRAGMENTS: &[&str] = &[
+    ROOT,
+    ROOT,
+    CANONICAL,
+    " /srv/work",
+    "(/srv/work/",
+    "=/mnt/data/work",
+    "'/srv/work",
+    ":/mnt/data/work/",
+    "/srv/work2",
+    "/srv/workshop/x",
+    "/mnt/data/work-old",
+    "/",
+    "/x",
+    "/etc/passwd",
+    "/home/u/.ssh/id_rsa",
+    "..",
+    ".",
+    " ",
+    "\n",
+    "\t",
+    "\u{a0}",
+    "'",
+    "\"",
+    "`",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    ",",
+    ":",
+    ";",
+    "=",
+    "!",
+    "?",
+    "-",
+    "~",
+    "word",
+    "3",
+    "https://",
+    "file://",
+    "é",
+    "日本",
+    "🚀",
+    "«",
+    "→",
+    WORKDIR_MARKER,
+    OUTSIDE_MARKER,
+];
+
+/// Where `out` still shows a root spelling as a path: at a path start by
+/// the reference's preceding-character rule (start, whitespace, one of
+/// `'"([{<,:=`), followed by `/`, the end or whitespace. Written apart from
+/// the implementation's own predicates on purpose.
+fn visible_roots(out: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    for spelling in [ROOT, CANONICAL] {
+        for (at, _) in out.match_indices(spelling) {
+            let before = out[..at].chars().next_back();
+            let after = out[at + spelling.len()..].chars().next();
+            let starts = before.is_none_or(|c| c.is_whitespace() || "'\"([{<,:=".contains(c));
+            let ends = after.is_none_or(|c| c == '/' || c.is_whitespace());
+            if starts && ends {
+                found.push(at);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn generated_text_never_shows_a_root_and_is_idempotent() {
+    let redactor = redactor(&[ROOT, CANONICAL]);
+    let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
+    let mut leaky_inputs = 0;
+    let mut failures = Vec::new();
+    for _ in 0..500 {
+        let pieces = 1 + random.below(12);
+        let input: String = (0..pieces)
+            .map(|_| FRAGMENTS[random.below(FRAGMENTS.len())])
+            .collect();
+        if !visible_roots(&input).is_empty() {
+            leaky_inputs += 1;
+        }
+        let once = redactor.text(&input);
+        let twice = redactor.text(&once);
+        if !visible_roots(&once).is_empty() {
+            failures.push(format!("root visible: {input:?} -> {once:?}"));
+        }
+        if twice != once {
+            failures.push(format!(
+                "not idempotent: {input:?} -> {once:?} -> {twice:?}"
+            ));
+        }
+        if once.contains("/etc/passwd") && visible_outside(&once) {
+            failures.push(format!("outside path visible: {input:?} -> {once:?}"));
+        }
+    }
+    // The generator must actually produce leaks to hide, or the run proves
+    // nothing.
+    assert!(
+        leaky_inputs > 100,
+        "only {leaky_inputs} inputs showed a root"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Whether `/etc/passwd` appears at a whitespace-delimited start in `out`.
+fn visible_outside(out: &str) -> bool {
+    out.match_indices("/etc/passwd").any(|(at, _)| {
+        out[..at]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace)
+    })
+}

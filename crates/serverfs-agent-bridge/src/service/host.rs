@@ -1,0 +1,273 @@
+//! The adapter's side of a running task ([`Host`]): every payload is
+//! redacted for host paths before it is sized and stored; interactions are
+//! stored (queued behind a presented one if need be) and awaited in memory;
+//! native ids and provider process groups are written through to the
+//! recovery guard.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serverfs_protocol::bridge::{
+    ApprovalPayload, ApprovalResolution, BridgeErrorCode, EventPayload, QuestionPayload,
+    QuestionResolution,
+};
+
+use super::Core;
+use super::live::LiveTask;
+use crate::ProcessGroupId;
+use crate::adapter::{AdapterError, BoxFuture, Host, NativeIds};
+use crate::redact::Redactor;
+use crate::store::{
+    InteractionPayload, InteractionResolution, NewInteraction, StoreError, new_request_id,
+    now_millis, sha256_hex, utf8_prefix,
+};
+
+/// The host of one task's turn.
+pub(super) struct TaskHost {
+    core: Arc<Core>,
+    live: Arc<LiveTask>,
+    redactor: Redactor,
+}
+
+fn provider_error(message: &str) -> AdapterError {
+    AdapterError::new(BridgeErrorCode::AgentProviderError, message.to_owned())
+}
+
+fn from_store(error: StoreError) -> AdapterError {
+    AdapterError::new(error.code(), error.to_string())
+}
+
+fn ended() -> AdapterError {
+    AdapterError::new(
+        BridgeErrorCode::AgentTaskNotActive,
+        "the task ended before the request was answered",
+    )
+}
+
+impl TaskHost {
+    pub(super) fn new(core: Arc<Core>, live: Arc<LiveTask>, redactor: Redactor) -> TaskHost {
+        TaskHost {
+            core,
+            live,
+            redactor,
+        }
+    }
+
+    fn redacted<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<T, AdapterError> {
+        self.redactor
+            .redact(value)
+            .map_err(|_| provider_error("the provider payload could not be redacted"))
+    }
+
+    /// An `agent.message` too large for one event keeps a prefix of its
+    /// text plus the full size and digest (spec §5.3); the final result is
+    /// never cut by this.
+    fn bounded(&self, event: EventPayload) -> EventPayload {
+        let cap = self.core.settings.limits.max_event_bytes;
+        let EventPayload::AgentMessage { text, phase, .. } = &event else {
+            return event;
+        };
+        if encoded_len(&event) <= cap {
+            return event;
+        }
+        let size_bytes = text.len() as u64;
+        let sha256 = sha256_hex(text.as_bytes());
+        let mut budget = cap / 2;
+        loop {
+            let candidate = EventPayload::AgentMessage {
+                text: utf8_prefix(text, budget).to_owned(),
+                phase: phase.clone(),
+                truncated: true,
+                size_bytes: Some(size_bytes),
+                sha256: Some(sha256.clone()),
+            };
+            if encoded_len(&candidate) <= cap || budget == 0 {
+                return candidate;
+            }
+            budget /= 2;
+        }
+    }
+
+    /// Stores an interaction and waits for its answer. Dropping the future
+    /// (the provider gave up) withdraws the request.
+    async fn interact(
+        &self,
+        payload: InteractionPayload,
+    ) -> Result<InteractionResolution, AdapterError> {
+        let request_id = new_request_id().map_err(from_store)?;
+        let answer = self.live.add_waiter(&request_id).ok_or_else(ended)?;
+        let mut pending = PendingRequest {
+            core: Arc::clone(&self.core),
+            live: Arc::clone(&self.live),
+            request_id: request_id.clone(),
+            armed: true,
+        };
+        let new = NewInteraction {
+            request_id,
+            task_id: self.live.task_id.clone(),
+            payload,
+            timeout: self.core.settings.interaction_timeout,
+        };
+        let added = self
+            .core
+            .store
+            .call(move |db| db.add_interaction(&new, now_millis()))
+            .await
+            .map_err(from_store)?;
+        if added.presented {
+            self.live.expiry.send_replace(added.record.expires_at);
+        }
+        let resolution = answer.await.map_err(|_| ended())?;
+        pending.armed = false;
+        Ok(resolution)
+    }
+}
+
+/// Withdraws an interaction whose waiter is dropped before an answer came.
+struct PendingRequest {
+    core: Arc<Core>,
+    live: Arc<LiveTask>,
+    request_id: String,
+    armed: bool,
+}
+
+impl Drop for PendingRequest {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.live.forget_waiter(&self.request_id);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let core = Arc::clone(&self.core);
+        let live = Arc::clone(&self.live);
+        let request_id = self.request_id.clone();
+        runtime.spawn(async move {
+            let task_id = live.task_id.clone();
+            let withdrawn = core
+                .store
+                .call(move |db| db.withdraw_interaction(&task_id, &request_id, now_millis()))
+                .await;
+            // A request already resolved or made stale (the task ended)
+            // needs nothing more.
+            if let Ok(withdrawn) = withdrawn
+                && withdrawn.was_presented
+            {
+                live.expiry
+                    .send_replace(withdrawn.next.and_then(|next| next.expires_at));
+            }
+        });
+    }
+}
+
+impl Host for TaskHost {
+    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AdapterError>> {
+        Box::pin(async move {
+            let event = self.bounded(self.redacted(&event)?);
+            let task_id = self.live.task_id.clone();
+            self.core
+                .store
+                .call(move |db| db.append_event(&task_id, &event, now_millis()))
+                .await
+                .map(|_| ())
+                .map_err(from_store)
+        })
+    }
+
+    fn request_approval(
+        &self,
+        payload: ApprovalPayload,
+    ) -> BoxFuture<'_, Result<ApprovalResolution, AdapterError>> {
+        Box::pin(async move {
+            let payload = self.redacted(&payload)?;
+            match self
+                .interact(InteractionPayload::Approval(Box::new(payload)))
+                .await?
+            {
+                InteractionResolution::Approval(resolution) => Ok(resolution),
+                InteractionResolution::Question(_) => {
+                    Err(provider_error("an approval was answered as a question"))
+                }
+            }
+        })
+    }
+
+    fn ask_question(
+        &self,
+        payload: QuestionPayload,
+    ) -> BoxFuture<'_, Result<QuestionResolution, AdapterError>> {
+        Box::pin(async move {
+            let payload = self.redacted(&payload)?;
+            match self.interact(InteractionPayload::Question(payload)).await? {
+                InteractionResolution::Question(resolution) => Ok(resolution),
+                InteractionResolution::Approval(_) => {
+                    Err(provider_error("a question was answered as an approval"))
+                }
+            }
+        })
+    }
+
+    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AdapterError>> {
+        Box::pin(async move {
+            let task_id = self.live.task_id.clone();
+            let withdrawn = self
+                .core
+                .store
+                .call(move |db| {
+                    let task = db.get_task(&task_id)?;
+                    match task.pending_request_id {
+                        Some(request_id) => db
+                            .withdraw_interaction(&task_id, &request_id, now_millis())
+                            .map(|withdrawn| Some((request_id, withdrawn))),
+                        None => Ok(None),
+                    }
+                })
+                .await
+                .map_err(from_store)?;
+            if let Some((request_id, withdrawn)) = withdrawn {
+                self.live.forget_waiter(&request_id);
+                self.live
+                    .expiry
+                    .send_replace(withdrawn.next.and_then(|next| next.expires_at));
+            }
+            Ok(())
+        })
+    }
+
+    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
+        Box::pin(async move {
+            self.live.record_native_ids(&ids).map_err(|error| {
+                AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
+            })?;
+            let task_id = self.live.task_id.clone();
+            self.core
+                .store
+                .call(move |db| {
+                    db.set_native_ids(
+                        &task_id,
+                        ids.session_id.as_deref(),
+                        ids.turn_id.as_deref(),
+                        now_millis(),
+                    )
+                })
+                .await
+                .map_err(from_store)
+        })
+    }
+
+    fn record_process_group(
+        &self,
+        group: ProcessGroupId,
+    ) -> BoxFuture<'_, Result<(), AdapterError>> {
+        let recorded = self.live.record_group(group).map_err(|error| {
+            AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
+        });
+        Box::pin(async move { recorded })
+    }
+}
+
+fn encoded_len(event: &EventPayload) -> usize {
+    serde_json::to_vec(event).map_or(usize::MAX, |bytes| bytes.len())
+}

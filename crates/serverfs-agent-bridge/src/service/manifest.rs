@@ -1,0 +1,130 @@
+//! The immutable execution manifest and the request fingerprint
+//! (spec-agent-bridge.md §3.5, §3.6), both hashed over canonical JSON.
+
+use serde_json::{Map, Value, json};
+use serverfs_protocol::bridge::{AgentProfile, EpochMillis, InFlightRecovery, PROTOCOL_VERSION};
+
+use super::policy::WorkdirPolicy;
+use super::settings::ServiceSettings;
+use crate::store::sha256_hex;
+
+/// The manifest schema this Bridge writes.
+const MANIFEST_SCHEMA_VERSION: u32 = 2;
+
+/// Canonical JSON: keys sorted (`serde_json`'s map is ordered), compact,
+/// UTF-8. `serde_json` cannot produce NaN, so the text is always valid.
+pub fn canonical_json(value: &Value) -> String {
+    value.to_string()
+}
+
+/// Lowercase hex SHA-256 of `value`'s canonical JSON.
+pub fn sha256_of_canonical(value: &Value) -> String {
+    sha256_hex(canonical_json(value).as_bytes())
+}
+
+/// What identifies a submission for idempotency: equal fingerprints mean
+/// the same request. The prompt enters only as its digest.
+#[derive(Debug)]
+pub struct Fingerprint<'a> {
+    /// Runtime name.
+    pub runtime: &'a str,
+    /// Workdir alias.
+    pub workdir: &'a str,
+    /// Normalized relative cwd.
+    pub path: &'a str,
+    /// Profile.
+    pub profile: AgentProfile,
+    /// The prompt.
+    pub prompt: &'a str,
+    /// Requested model.
+    pub model: Option<&'a str>,
+    /// Continued task.
+    pub continue_from_task_id: Option<&'a str>,
+    /// Correlation id.
+    pub correlation_id: Option<&'a str>,
+}
+
+impl Fingerprint<'_> {
+    /// The SHA-256 of the canonical request.
+    pub fn digest(&self) -> String {
+        sha256_of_canonical(&json!({
+            "runtime": self.runtime,
+            "workdir": self.workdir,
+            "path": self.path,
+            "profile": self.profile.as_str(),
+            "prompt_sha256": sha256_hex(self.prompt.as_bytes()),
+            "requested_model": self.model,
+            "continue_from_task_id": self.continue_from_task_id,
+            "correlation_id": self.correlation_id,
+        }))
+    }
+}
+
+/// The inputs of a manifest besides the policy and settings.
+#[derive(Debug)]
+pub struct ManifestInput<'a> {
+    /// Runtime name.
+    pub runtime: &'a str,
+    /// Runtime version from the probe.
+    pub runtime_version: Option<&'a str>,
+    /// The runtime's recovery capability.
+    pub in_flight_recovery: InFlightRecovery,
+    /// Normalized relative cwd.
+    pub relative_cwd: &'a str,
+    /// Profile.
+    pub profile: AgentProfile,
+    /// Requested model.
+    pub model: Option<&'a str>,
+    /// Continued task.
+    pub continue_from_task_id: Option<&'a str>,
+    /// Correlation id.
+    pub correlation_id: Option<&'a str>,
+    /// Idempotency key.
+    pub idempotency_key: Option<&'a str>,
+    /// Deadline.
+    pub deadline_at: EpochMillis,
+}
+
+/// Builds the manifest and its digest. It holds aliases, relative paths
+/// and limits only — never a host path or the prompt.
+pub fn build_manifest(
+    input: &ManifestInput<'_>,
+    workdir: &WorkdirPolicy,
+    settings: &ServiceSettings,
+) -> (Map<String, Value>, String) {
+    let value = json!({
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "bridge_version": env!("CARGO_PKG_VERSION"),
+        "protocol_version": PROTOCOL_VERSION,
+        "runtime": {
+            "name": input.runtime,
+            "version": input.runtime_version,
+            "in_flight_recovery": input.in_flight_recovery,
+        },
+        "workspace": {
+            "alias": workdir.alias,
+            "slot": workdir.legacy_slot,
+            "relative_cwd": input.relative_cwd,
+            "profile": input.profile.as_str(),
+        },
+        "model": { "requested": input.model },
+        "policy": {
+            "read_only": workdir.read_only,
+            "agent_mode": workdir.mode.as_str(),
+            "policy_sha256": workdir.policy_sha256,
+        },
+        "limits": settings.manifest_limits(),
+        "advisor": { "enabled": false, "preflight_status": "disabled" },
+        "continuation": { "from_task_id": input.continue_from_task_id },
+        "correlation_id": input.correlation_id,
+        "idempotency_key": input.idempotency_key,
+        "deadline_at": input.deadline_at,
+    });
+    let digest = sha256_of_canonical(&value);
+    let map = match value {
+        Value::Object(map) => map,
+        // `json!({...})` is always an object.
+        _ => Map::new(),
+    };
+    (map, digest)
+}

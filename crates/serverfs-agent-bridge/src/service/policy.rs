@@ -1,0 +1,233 @@
+//! Bridge-side workdir policy (spec-agent-bridge.md §8.6): which workdir
+//! may run which runtime with which profile, and where the provider's
+//! working directory is on the host.
+//!
+//! The MCP server authorizes first; the Bridge authorizes again from the
+//! same configuration, so a client of the socket cannot bypass the policy.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::json;
+use serverfs_config::{AgentMode, Config, WorkdirConfig};
+use serverfs_fs::{EntryKind, FsError, PathPolicy, RelPath, Resolver, Workdir};
+use serverfs_lease::LeaseId;
+use serverfs_protocol::bridge::{AgentProfile, BridgeErrorCode};
+
+use super::error::{ServiceError, ServiceResult};
+use super::manifest::sha256_of_canonical;
+
+/// The agent policy of one configured workdir.
+#[derive(Debug)]
+pub struct WorkdirPolicy {
+    /// The alias clients use.
+    pub alias: String,
+    /// Absolute host root (never shown to a client).
+    pub root: PathBuf,
+    /// Whether ServerFS itself may write the workdir.
+    pub read_only: bool,
+    /// What agents may do.
+    pub mode: AgentMode,
+    /// The allowlisted runtime names, sorted.
+    pub runtimes: Vec<String>,
+    /// The legacy container slot, if the workdir came from one.
+    pub legacy_slot: Option<u8>,
+    /// The writer lease of the workdir.
+    pub lease: LeaseId,
+    /// SHA-256 of the policy's canonical JSON (part of the manifest).
+    pub policy_sha256: String,
+    /// Naming rules shared with the file tools: a cwd the file tools would
+    /// refuse (hidden, denied) is refused here too.
+    path_policy: PathPolicy,
+}
+
+/// Every configured workdir's policy, by alias.
+#[derive(Debug, Default)]
+pub struct Policies {
+    by_alias: BTreeMap<String, WorkdirPolicy>,
+}
+
+/// A submission the policy allows.
+#[derive(Debug)]
+pub struct Authorized<'a> {
+    /// The workdir's policy.
+    pub workdir: &'a WorkdirPolicy,
+    /// The normalized relative cwd (`""` is the root).
+    pub relative_cwd: String,
+    /// The absolute host cwd, for the adapter only.
+    pub host_cwd: PathBuf,
+}
+
+impl Policies {
+    /// The policies of `config`'s workdirs.
+    ///
+    /// # Errors
+    ///
+    /// A one-line description when a workdir's naming rules or lease id are
+    /// invalid (the configuration crate has already checked both, so this
+    /// is a defence against drift).
+    pub fn from_config(config: &Config) -> Result<Policies, String> {
+        let mut by_alias = BTreeMap::new();
+        for workdir in &config.workdirs {
+            let policy = WorkdirPolicy::from_config(workdir)?;
+            by_alias.insert(policy.alias.clone(), policy);
+        }
+        Ok(Policies { by_alias })
+    }
+
+    /// The policy of `alias` (exact match).
+    pub fn get(&self, alias: &str) -> Option<&WorkdirPolicy> {
+        self.by_alias.get(alias)
+    }
+
+    /// Every workdir policy, by alias.
+    pub fn iter(&self) -> impl Iterator<Item = &WorkdirPolicy> {
+        self.by_alias.values()
+    }
+
+    /// Checks a submission in the spec's order: workdir, agent mode,
+    /// runtime, profile, then the working directory.
+    ///
+    /// # Errors
+    ///
+    /// `WORKDIR_NOT_FOUND`, `AGENT_DISABLED`, `AGENT_RUNTIME_NOT_ALLOWED`,
+    /// `AGENT_PROFILE_NOT_ALLOWED`, `INVALID_WORKDIR_PATH`,
+    /// `WORKDIR_PATH_NOT_FOUND`.
+    pub fn authorize(
+        &self,
+        alias: &str,
+        runtime: &str,
+        profile: AgentProfile,
+        relative_cwd: &RelPath,
+    ) -> ServiceResult<Authorized<'_>> {
+        let workdir = self.get(alias).ok_or_else(|| {
+            ServiceError::new(BridgeErrorCode::WorkdirNotFound, "unknown workdir")
+        })?;
+        workdir.allows(runtime, profile)?;
+        let host_cwd = workdir.resolve_cwd(relative_cwd)?;
+        Ok(Authorized {
+            workdir,
+            relative_cwd: relative_cwd.as_string(),
+            host_cwd,
+        })
+    }
+}
+
+impl WorkdirPolicy {
+    fn from_config(workdir: &WorkdirConfig) -> Result<WorkdirPolicy, String> {
+        let alias = workdir.alias.as_str().to_owned();
+        let path_policy =
+            PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny)
+                .map_err(|_| format!("workdir {alias}: invalid deny pattern"))?;
+        let lease = LeaseId::of_workdir(&alias, workdir.legacy_slot)
+            .map_err(|error| format!("workdir {alias}: {error}"))?;
+        let mut runtimes: Vec<String> = workdir
+            .agent_runtimes
+            .iter()
+            .map(|runtime| runtime.as_str().to_owned())
+            .collect();
+        runtimes.sort_unstable();
+        let policy_sha256 = sha256_of_canonical(&json!({
+            "alias": alias,
+            "slot": workdir.legacy_slot,
+            "read_only": workdir.read_only,
+            "agent_mode": workdir.agent_mode.as_str(),
+            "agent_runtimes": runtimes,
+        }));
+        Ok(WorkdirPolicy {
+            alias,
+            root: workdir.root.clone(),
+            read_only: workdir.read_only,
+            mode: workdir.agent_mode,
+            runtimes,
+            legacy_slot: workdir.legacy_slot,
+            lease,
+            policy_sha256,
+            path_policy,
+        })
+    }
+
+    /// Whether `runtime` may run here with `profile`.
+    ///
+    /// # Errors
+    ///
+    /// `AGENT_DISABLED`, `AGENT_RUNTIME_NOT_ALLOWED`,
+    /// `AGENT_PROFILE_NOT_ALLOWED`.
+    pub fn allows(&self, runtime: &str, profile: AgentProfile) -> ServiceResult<()> {
+        if !self.mode.is_enabled() {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentDisabled,
+                "agents are disabled on this workdir",
+            ));
+        }
+        if !self.runtimes.iter().any(|allowed| allowed == runtime) {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentRuntimeNotAllowed,
+                "the runtime is not allowed on this workdir",
+            ));
+        }
+        let may_write = self.mode == AgentMode::WorkspaceWrite && !self.read_only;
+        if profile == AgentProfile::WorkspaceWrite && !may_write {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentProfileNotAllowed,
+                "this workdir only allows the review profile",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host directory of `relative_cwd`, reached through the confined
+    /// kernel: no symlink anywhere on the way, naming rules applied, and it
+    /// must be a directory.
+    fn resolve_cwd(&self, relative_cwd: &RelPath) -> ServiceResult<PathBuf> {
+        let invalid =
+            |why: &str| ServiceError::new(BridgeErrorCode::InvalidWorkdirPath, why.to_owned());
+        let workdir =
+            Workdir::open(&self.root, self.path_policy.clone(), Resolver::Auto).map_err(|_| {
+                ServiceError::new(
+                    BridgeErrorCode::WorkdirPathNotFound,
+                    "the workdir root is unavailable",
+                )
+            })?;
+        workdir
+            .policy()
+            .check(relative_cwd)
+            .map_err(|_| invalid("the working directory is not allowed by the workdir's rules"))?;
+        match workdir.stat(relative_cwd) {
+            Ok(entry) if entry.kind == EntryKind::Directory => {}
+            Ok(_) => return Err(invalid("the working directory is not a directory")),
+            Err(FsError::NotFound) => {
+                return Err(ServiceError::new(
+                    BridgeErrorCode::WorkdirPathNotFound,
+                    "the working directory does not exist",
+                ));
+            }
+            Err(_) => return Err(invalid("the working directory cannot be used")),
+        }
+        let mut host = self.root.clone();
+        for component in relative_cwd.components() {
+            host.push(component);
+        }
+        Ok(host)
+    }
+}
+
+/// Normalizes a submitted relative cwd (spec §3.4 step 9): NUL, an absolute
+/// path, a `..` component or a backslash is refused; empty and `.`
+/// segments vanish; `""` is the root.
+///
+/// # Errors
+///
+/// `INVALID_WORKDIR_PATH`.
+pub fn normalize_cwd(path: &str) -> ServiceResult<RelPath> {
+    let invalid = || {
+        ServiceError::new(
+            BridgeErrorCode::InvalidWorkdirPath,
+            "the path must be relative to the workdir, without '..'",
+        )
+    };
+    if path.split('/').any(|segment| segment == "..") {
+        return Err(invalid());
+    }
+    RelPath::parse(path).map_err(|_| invalid())
+}

@@ -1,0 +1,342 @@
+//! `task.submit` (spec-agent-bridge.md §3.4): checks in the spec's order,
+//! the idempotency fast path before authorization, then — under the submit
+//! lock — the writer lease, the `queued` row, the recovery guard and the
+//! runner. Returns before the task runs.
+
+use std::sync::Arc;
+
+use serverfs_lease::{GuardRecord, GuardWrite, HeldLease};
+use serverfs_protocol::bridge::{
+    AgentProfile, BridgeErrorCode, TaskStatus, TaskSubmitParams, TaskSubmitResult,
+};
+
+use super::Core;
+use super::error::{ServiceError, ServiceResult};
+use super::live::LiveTask;
+use super::manifest::{Fingerprint, ManifestInput, build_manifest};
+use super::policy::{Authorized, normalize_cwd};
+use super::runner::RunPlan;
+use super::settings::{MAX_KEY_BYTES, MAX_MODEL_BYTES, MAX_PROMPT_BYTES};
+use crate::adapter::TaskContext;
+use crate::redact::Redactor;
+use crate::store::{
+    Created, IdempotencyKey, NewTask, TaskRecord, Transition, new_task_id, now_millis,
+};
+
+fn invalid(message: &str) -> ServiceError {
+    ServiceError::new(BridgeErrorCode::InvalidRequest, message.to_owned())
+}
+
+/// Whether `text` holds a control character (C0 or DEL).
+fn has_control(text: &str) -> bool {
+    text.chars().any(|c| c < '\u{20}' || c == '\u{7f}')
+}
+
+/// Steps 2–5: the shape of the optional strings.
+fn check_shape(params: &TaskSubmitParams) -> ServiceResult<()> {
+    if params.runtime.is_empty() || params.workdir.is_empty() {
+        return Err(invalid("runtime and workdir must be non-empty"));
+    }
+    if let Some(model) = &params.model
+        && (model.is_empty()
+            || model.trim() != model
+            || model.len() > MAX_MODEL_BYTES
+            || has_control(model))
+    {
+        return Err(invalid(
+            "model must be non-empty, trimmed, at most 512 bytes, without control characters",
+        ));
+    }
+    if let Some(id) = &params.correlation_id
+        && (id.len() > MAX_KEY_BYTES || has_control(id))
+    {
+        return Err(invalid(
+            "correlation_id must be at most 256 bytes, without control characters",
+        ));
+    }
+    if let Some(key) = &params.idempotency_key
+        && (key.is_empty() || key.len() > MAX_KEY_BYTES || has_control(key))
+    {
+        return Err(invalid(
+            "idempotency_key must be non-empty, at most 256 bytes, without control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// The reply for a task that already exists under the same key.
+fn replayed(task: &TaskRecord) -> TaskSubmitResult {
+    TaskSubmitResult {
+        task_id: task.task_id.clone(),
+        status: task.status,
+        correlation_id: task.correlation_id.clone(),
+        idempotency_key: task.idempotency_key.clone(),
+        preflight: None,
+        routing_advice: None,
+    }
+}
+
+impl Core {
+    pub(super) async fn submit(
+        self: &Arc<Self>,
+        params: TaskSubmitParams,
+    ) -> ServiceResult<TaskSubmitResult> {
+        self.refuse_if_closing()?;
+        check_shape(&params)?;
+        self.purge_expired().await;
+        if params.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentPromptTooLarge,
+                format!("the prompt exceeds {MAX_PROMPT_BYTES} bytes"),
+            ));
+        }
+        let profile = AgentProfile::from_wire(&params.profile).ok_or_else(|| {
+            ServiceError::new(
+                BridgeErrorCode::AgentProfileNotAllowed,
+                "profile must be review or workspace-write",
+            )
+        })?;
+        let cwd = normalize_cwd(&params.path)?;
+        let relative_cwd = cwd.as_string();
+        let fingerprint = Fingerprint {
+            runtime: &params.runtime,
+            workdir: &params.workdir,
+            path: &relative_cwd,
+            profile,
+            prompt: &params.prompt,
+            model: params.model.as_deref(),
+            continue_from_task_id: params.continue_from_task_id.as_deref(),
+            correlation_id: params.correlation_id.as_deref(),
+        }
+        .digest();
+        let idempotency = params
+            .idempotency_key
+            .clone()
+            .map(|key| IdempotencyKey { key, fingerprint });
+        if let Some(existing) = self.find_idempotent(idempotency.as_ref()).await? {
+            return Ok(existing);
+        }
+
+        let authorized =
+            self.policies
+                .authorize(&params.workdir, &params.runtime, profile, &cwd)?;
+        let continued_session = self.check_continuation(&params, profile).await?;
+        let adapter = self.runtimes.get(&params.runtime)?;
+        let probe = adapter.probe().await;
+        if !probe.available {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentRuntimeUnavailable,
+                "the runtime is not available on this host",
+            ));
+        }
+        let capabilities = adapter.capabilities();
+        let timeout_ms = i64::try_from(self.settings.task_timeout.as_millis()).unwrap_or(i64::MAX);
+        let deadline_at = now_millis().saturating_add(timeout_ms);
+        let (manifest, manifest_sha256) = build_manifest(
+            &ManifestInput {
+                runtime: &params.runtime,
+                runtime_version: probe.version.as_deref(),
+                in_flight_recovery: capabilities.in_flight_recovery,
+                relative_cwd: &relative_cwd,
+                profile,
+                model: params.model.as_deref(),
+                continue_from_task_id: params.continue_from_task_id.as_deref(),
+                correlation_id: params.correlation_id.as_deref(),
+                idempotency_key: params.idempotency_key.as_deref(),
+                deadline_at,
+            },
+            authorized.workdir,
+            &self.settings,
+        );
+
+        let _serial = self.submit_lock.lock().await;
+        if let Some(existing) = self.find_idempotent(idempotency.as_ref()).await? {
+            return Ok(existing);
+        }
+        let held = match profile {
+            AgentProfile::WorkspaceWrite => Some(self.take_lease(&authorized).await?),
+            AgentProfile::Review => None,
+        };
+        let task_id = new_task_id()?;
+        let new_task = NewTask {
+            task_id: task_id.clone(),
+            runtime: params.runtime.clone(),
+            workdir_alias: authorized.workdir.alias.clone(),
+            workdir_slot: authorized.workdir.legacy_slot,
+            relative_cwd: relative_cwd.clone(),
+            profile,
+            requested_model: params.model.clone(),
+            deadline_at,
+            continue_from_task_id: params.continue_from_task_id.clone(),
+            native_session_id: continued_session.clone(),
+            correlation_id: params.correlation_id.clone(),
+            idempotency,
+            manifest,
+            manifest_sha256,
+        };
+        let created = self
+            .store
+            .call(move |db| db.create_task(&new_task, now_millis()))
+            .await?;
+        let task = match created {
+            // Another submission with the same key won the race while the
+            // lease was taken; ours is dropped with it.
+            Created::Replayed(task) => return Ok(replayed(&task)),
+            Created::New(task) => task,
+        };
+        let lease = match held {
+            Some(held) => Some(self.publish_guard(held, &task).await?),
+            None => None,
+        };
+        let live = Arc::new(LiveTask::new(task_id.clone(), lease));
+        self.live_tasks().insert(task_id.clone(), Arc::clone(&live));
+        let plan = RunPlan {
+            redactor: Redactor::new(root_spellings(&authorized)),
+            context: TaskContext {
+                task_id: task_id.clone(),
+                cwd: authorized.host_cwd,
+                profile,
+                prompt: params.prompt,
+                model: params.model,
+                continue_native_session_id: continued_session,
+                deadline: None,
+            },
+            adapter,
+            runtime: params.runtime,
+            deadline_at,
+        };
+        self.spawn_runner(live, plan);
+        Ok(TaskSubmitResult {
+            task_id,
+            status: TaskStatus::Queued,
+            correlation_id: task.correlation_id,
+            idempotency_key: task.idempotency_key,
+            preflight: None,
+            routing_advice: None,
+        })
+    }
+
+    /// The idempotency fast path: the task of a key used before with the
+    /// same request, or a conflict.
+    async fn find_idempotent(
+        &self,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> ServiceResult<Option<TaskSubmitResult>> {
+        let Some(IdempotencyKey { key, fingerprint }) = idempotency.cloned() else {
+            return Ok(None);
+        };
+        let existing = self
+            .store
+            .call(move |db| db.find_by_idempotency_key(&key))
+            .await?;
+        let Some(existing) = existing else {
+            return Ok(None);
+        };
+        if existing.request_fingerprint.as_deref() == Some(fingerprint.as_str()) {
+            Ok(Some(replayed(&existing)))
+        } else {
+            Err(ServiceError::new(
+                BridgeErrorCode::AgentIdempotencyConflict,
+                "the idempotency key was used for a different request",
+            ))
+        }
+    }
+
+    /// `continue_from_task_id` (spec §3.7): the native session to continue.
+    async fn check_continuation(
+        &self,
+        params: &TaskSubmitParams,
+        profile: AgentProfile,
+    ) -> ServiceResult<Option<String>> {
+        let Some(prior_id) = params.continue_from_task_id.clone() else {
+            return Ok(None);
+        };
+        let prior = self.store.call(move |db| db.get_task(&prior_id)).await?;
+        let not_resumable = |why: &str| {
+            ServiceError::new(BridgeErrorCode::AgentSessionNotResumable, why.to_owned())
+        };
+        if prior.runtime != params.runtime || prior.workdir_alias != params.workdir {
+            return Err(not_resumable(
+                "a continuation must use the same runtime and workdir",
+            ));
+        }
+        if prior.profile == AgentProfile::Review && profile == AgentProfile::WorkspaceWrite {
+            return Err(ServiceError::new(
+                BridgeErrorCode::AgentProfileNotAllowed,
+                "a review task cannot be continued as workspace-write",
+            ));
+        }
+        if !prior.status.is_terminal() {
+            return Err(not_resumable("the task to continue has not finished"));
+        }
+        prior
+            .native_session_id
+            .map(Some)
+            .ok_or_else(|| not_resumable("the task to continue has no provider session"))
+    }
+
+    /// Takes the workdir's writer lease without waiting, after settling a
+    /// recovery guard left by an earlier task (lazy reconciliation).
+    async fn take_lease(&self, authorized: &Authorized<'_>) -> ServiceResult<HeldLease> {
+        let lease = authorized.workdir.lease.clone();
+        let lock_dir = self.settings.lock_dir.clone();
+        let held = serverfs_lease::hold(&lock_dir, &lease)?;
+        self.reconcile_guard_lazily(&held).await?;
+        Ok(held)
+    }
+
+    /// Publishes the new task's recovery guard. On failure the task is
+    /// interrupted (`BRIDGE_SCHEDULING_FAILED`) and the lease released.
+    async fn publish_guard(
+        &self,
+        held: HeldLease,
+        task: &TaskRecord,
+    ) -> ServiceResult<(HeldLease, GuardRecord)> {
+        let mut guard = GuardRecord::new(&task.task_id, &task.runtime, now_millis());
+        guard.workdir_alias = Some(task.workdir_alias.clone());
+        guard.correlation_id.clone_from(&task.correlation_id);
+        guard.native_session_id.clone_from(&task.native_session_id);
+        match held.publish_guard(&guard, GuardWrite::Create) {
+            Ok(()) => Ok((held, guard)),
+            Err(error) => {
+                drop(held);
+                let task_id = task.task_id.clone();
+                let message = error.to_string();
+                let interrupted = self
+                    .store
+                    .call(move |db| {
+                        db.transition(
+                            &task_id,
+                            Transition::new(TaskStatus::Queued, TaskStatus::Interrupted)
+                                .with_error(BridgeErrorCode::BridgeSchedulingFailed, message),
+                            now_millis(),
+                        )
+                    })
+                    .await;
+                if let Err(store_error) = interrupted {
+                    tracing::warn!(
+                        code = store_error.code().as_str(),
+                        "could not interrupt an unscheduled task"
+                    );
+                }
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// The spellings of the workdir root the redactor must recognise: as
+/// configured and, when different, with symlinks resolved.
+// Resolving here opens nothing and decides no access: a provider may print
+// either spelling, and both must be hidden from the client.
+#[allow(clippy::disallowed_methods)]
+fn root_spellings(authorized: &Authorized<'_>) -> Vec<std::path::PathBuf> {
+    let configured = authorized.workdir.root.clone();
+    let mut roots = vec![configured.clone()];
+    if let Ok(canonical) = std::fs::canonicalize(&configured)
+        && canonical != configured
+    {
+        roots.push(canonical);
+    }
+    roots
+}
