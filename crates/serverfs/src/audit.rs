@@ -8,7 +8,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serverfs_protocol::ErrorCode;
+use crate::mcp::error::ToolCode;
 
 /// What one tool call did, filled in as the call proceeds. Shared by
 /// reference with the service (interior mutability), so that async service
@@ -61,6 +61,14 @@ pub struct AuditFields {
     pub mime_type: Option<String>,
     /// True for an edit's dry run.
     pub dry_run: Option<bool>,
+    /// Agent task id (agent tools; kept on failure).
+    pub task_id: Option<String>,
+    /// Agent runtime name (agent tools; kept on failure).
+    pub runtime: Option<String>,
+    /// Approval decision given (kept on failure).
+    pub decision: Option<&'static str>,
+    /// Agent task status after the call.
+    pub status: Option<&'static str>,
 }
 
 impl AuditRecord {
@@ -82,15 +90,18 @@ impl AuditRecord {
     }
 
     /// Emits the record.
-    pub fn finish(self, error: Option<ErrorCode>) {
+    pub fn finish(self, error: Option<ToolCode>) {
         // Milliseconds with one decimal, from a monotonic clock.
         let duration_ms = (self.started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
         let all = self.fields.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Who tried what on which object is kept on failure too; counts
+        // and outcomes only on success.
         let (workdir, path, token_name) = (
             all.workdir.clone(),
             all.path.clone(),
             all.token_name.clone(),
         );
+        let (task_id, runtime, decision) = (all.task_id.clone(), all.runtime.clone(), all.decision);
         let c = if error.is_none() {
             all
         } else {
@@ -103,7 +114,7 @@ impl AuditRecord {
             path = path.as_deref(),
             token_name = token_name.as_deref(),
             success = error.is_none(),
-            error_code = error.map(ErrorCode::as_str),
+            error_code = error.map(ToolCode::as_str),
             duration_ms,
             returned = c.returned,
             has_more = c.has_more,
@@ -120,6 +131,10 @@ impl AuditRecord {
             revision = c.revision.as_deref(),
             mime_type = c.mime_type.as_deref(),
             dry_run = c.dry_run,
+            task_id = task_id.as_deref(),
+            runtime = runtime.as_deref(),
+            decision,
+            status = c.status,
         );
     }
 }

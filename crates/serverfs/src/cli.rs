@@ -12,7 +12,9 @@ use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
 use crate::mcp::ServerFs;
-use crate::service::{BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease};
+use crate::service::{
+    AgentService, BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease,
+};
 use crate::tokens::TokenStore;
 
 /// Exit status for configuration and start-up errors.
@@ -176,6 +178,11 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     } else {
         Arc::new(NoLease)
     };
+    // The agent tools exist only with the Bridge enabled and some workdir
+    // allowing agents; they are a client of the Bridge, never a runner.
+    let agent = config
+        .agent_tools_enabled()
+        .then(|| AgentService::new(registry.clone(), &config.agent));
     let files = FileService::new(registry, config.server.clone(), lease);
     let largest_binary_cap = config
         .workdirs
@@ -196,7 +203,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     let cleanup_budget = config.server.max_walk_entries;
     let outcome = runtime.block_on(async move {
         files.spawn_stale_temp_cleanup(cleanup_budget);
-        let server = ServerFs::new(files);
+        let server = ServerFs::new(files, agent);
         match http {
             Some(http) => {
                 crate::http::serve(server, http, largest_binary_cap, quick_start_token).await

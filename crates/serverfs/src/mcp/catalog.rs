@@ -6,7 +6,16 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde_json::json;
 use serverfs_config::ServerSettings;
+use serverfs_protocol::bridge::{
+    InteractionResolved, ModelCatalog, RuntimeListResult, TaskCancelResult, TaskEventsResult,
+    TaskMessageSendResult, TaskResultChunk, TaskSubmitResult, TaskView,
+};
 
+use super::agent_params::{
+    AnswerAgentQuestionParams, CancelAgentTaskParams, GetAgentTaskParams, ListAgentModelsParams,
+    ListAgentRuntimesParams, ReadAgentTaskEventsParams, ReadAgentTaskResultParams,
+    RespondAgentApprovalParams, SendAgentMessageParams, SubmitAgentTaskParams,
+};
 use super::params::{
     CreateDirectoryParams, CreateTextFileParams, DeleteParams, DownloadBinaryFileParams,
     EditTextFileParams, FindFilesParams, ListDirectoryParams, ListWorkdirsParams,
@@ -48,6 +57,26 @@ pub enum ToolName {
     DownloadBinaryFile,
     /// `upload_binary_file`
     UploadBinaryFile,
+    /// `list_agent_runtimes`
+    ListAgentRuntimes,
+    /// `list_agent_models`
+    ListAgentModels,
+    /// `submit_agent_task`
+    SubmitAgentTask,
+    /// `get_agent_task`
+    GetAgentTask,
+    /// `read_agent_task_events`
+    ReadAgentTaskEvents,
+    /// `read_agent_task_result`
+    ReadAgentTaskResult,
+    /// `respond_agent_approval`
+    RespondAgentApproval,
+    /// `answer_agent_question`
+    AnswerAgentQuestion,
+    /// `send_agent_message`
+    SendAgentMessage,
+    /// `cancel_agent_task`
+    CancelAgentTask,
 }
 
 impl ToolName {
@@ -66,6 +95,16 @@ impl ToolName {
         ToolName::DeleteDirectory,
         ToolName::DownloadBinaryFile,
         ToolName::UploadBinaryFile,
+        ToolName::ListAgentRuntimes,
+        ToolName::ListAgentModels,
+        ToolName::SubmitAgentTask,
+        ToolName::GetAgentTask,
+        ToolName::ReadAgentTaskEvents,
+        ToolName::ReadAgentTaskResult,
+        ToolName::RespondAgentApproval,
+        ToolName::AnswerAgentQuestion,
+        ToolName::SendAgentMessage,
+        ToolName::CancelAgentTask,
     ];
 
     /// The wire name.
@@ -84,6 +123,16 @@ impl ToolName {
             ToolName::DeleteDirectory => "delete_directory",
             ToolName::DownloadBinaryFile => "download_binary_file",
             ToolName::UploadBinaryFile => "upload_binary_file",
+            ToolName::ListAgentRuntimes => "list_agent_runtimes",
+            ToolName::ListAgentModels => "list_agent_models",
+            ToolName::SubmitAgentTask => "submit_agent_task",
+            ToolName::GetAgentTask => "get_agent_task",
+            ToolName::ReadAgentTaskEvents => "read_agent_task_events",
+            ToolName::ReadAgentTaskResult => "read_agent_task_result",
+            ToolName::RespondAgentApproval => "respond_agent_approval",
+            ToolName::AnswerAgentQuestion => "answer_agent_question",
+            ToolName::SendAgentMessage => "send_agent_message",
+            ToolName::CancelAgentTask => "cancel_agent_task",
         }
     }
 
@@ -92,6 +141,24 @@ impl ToolName {
         matches!(
             self,
             ToolName::DownloadBinaryFile | ToolName::UploadBinaryFile
+        )
+    }
+
+    /// Agent tools are listed only when the Bridge is enabled and some
+    /// workdir allows agents.
+    pub const fn is_agent(self) -> bool {
+        matches!(
+            self,
+            ToolName::ListAgentRuntimes
+                | ToolName::ListAgentModels
+                | ToolName::SubmitAgentTask
+                | ToolName::GetAgentTask
+                | ToolName::ReadAgentTaskEvents
+                | ToolName::ReadAgentTaskResult
+                | ToolName::RespondAgentApproval
+                | ToolName::AnswerAgentQuestion
+                | ToolName::SendAgentMessage
+                | ToolName::CancelAgentTask
         )
     }
 
@@ -198,6 +265,76 @@ impl ToolName {
                 "Upload a whole file as standard base64. Creates a new file, or with \
                  overwrite: true and expected_revision replaces an existing one atomically.",
             ),
+            ToolName::ListAgentRuntimes => tool::<ListAgentRuntimesParams, RuntimeListResult>(
+                self,
+                READ,
+                "List the coding-agent runtimes the workdirs allow, with availability, \
+                 version and capabilities (live steering, approvals, questions, recovery). \
+                 Never starts an agent.",
+            ),
+            ToolName::ListAgentModels => tool::<ListAgentModelsParams, ModelCatalog>(
+                self,
+                READ_OPEN_WORLD,
+                "List a runtime's models. Give workdir and task_prompt (and optionally path \
+                 and profile) for advice on which model suits a task; advice is never \
+                 applied by itself.",
+            ),
+            ToolName::SubmitAgentTask => tool::<SubmitAgentTaskParams, TaskSubmitResult>(
+                self,
+                AGENT_SUBMIT,
+                "Delegate a task to a coding agent in a workdir and return its task_id at \
+                 once. Then poll get_agent_task (wait_seconds long-polls): relay a \
+                 pending_request to your user and answer it with respond_agent_approval or \
+                 answer_agent_question; read the final_response when status is succeeded.",
+            ),
+            ToolName::GetAgentTask => tool::<GetAgentTaskParams, TaskView>(
+                self,
+                READ,
+                "A task's status, pending approval or question (with the decisions on \
+                 offer), final response and error. wait_seconds (up to 45) waits for the \
+                 next change instead of answering at once.",
+            ),
+            ToolName::ReadAgentTaskEvents => tool::<ReadAgentTaskEventsParams, TaskEventsResult>(
+                self,
+                READ,
+                "Read a task's events in order, one page at a time: pass \
+                 next_after_event_id as after_event_id. wait_seconds (up to 45) waits for a \
+                 new event.",
+            ),
+            ToolName::ReadAgentTaskResult => tool::<ReadAgentTaskResultParams, TaskResultChunk>(
+                self,
+                READ,
+                "Read a large final response in chunks (when get_agent_task says \
+                     final_response_truncated): pass next_offset_bytes as offset_bytes until \
+                     eof; check the whole against result.sha256.",
+            ),
+            ToolName::RespondAgentApproval => {
+                tool::<RespondAgentApprovalParams, InteractionResolved>(
+                    self,
+                    AGENT_DESTRUCTIVE_IDEMPOTENT,
+                    "Answer a task's pending approval with one of its available_decisions, as \
+                     your user decided: approve_once, approve_session, deny or cancel_task.",
+                )
+            }
+            ToolName::AnswerAgentQuestion => {
+                tool::<AnswerAgentQuestionParams, InteractionResolved>(
+                    self,
+                    AGENT_IDEMPOTENT,
+                    "Answer a task's pending question: one answer per question, with \
+                     selected_option_ids and/or text as the question allows.",
+                )
+            }
+            ToolName::SendAgentMessage => tool::<SendAgentMessageParams, TaskMessageSendResult>(
+                self,
+                AGENT_STEER,
+                "Send guidance to a running task's agent (runtimes with live steering).",
+            ),
+            ToolName::CancelAgentTask => tool::<CancelAgentTaskParams, TaskCancelResult>(
+                self,
+                AGENT_DESTRUCTIVE_IDEMPOTENT,
+                "Cancel a task: it is marked cancelled at once and its agent is stopped. \
+                 Safe to repeat.",
+            ),
         }
     }
 }
@@ -210,26 +347,34 @@ fn search_default(settings: &ServerSettings) -> u64 {
     )
 }
 
-/// Hints as `(read_only, destructive, idempotent)`; every tool is closed-world.
-type Hints = (bool, Option<bool>, Option<bool>);
-const READ: Hints = (true, None, None);
-const CREATE: Hints = (false, Some(false), Some(false));
-const CREATE_IDEMPOTENT: Hints = (false, Some(false), Some(true));
-const DESTRUCTIVE: Hints = (false, Some(true), Some(true));
+/// Hints as `(read_only, destructive, idempotent, open_world)`. File tools
+/// are closed-world; agent tools that reach a provider are open-world
+/// (spec-agent-bridge.md §1.3). Hints only, never authorization.
+type Hints = (bool, Option<bool>, Option<bool>, bool);
+const READ: Hints = (true, None, None, false);
+const READ_OPEN_WORLD: Hints = (true, None, None, true);
+const CREATE: Hints = (false, Some(false), Some(false), false);
+const CREATE_IDEMPOTENT: Hints = (false, Some(false), Some(true), false);
+const DESTRUCTIVE: Hints = (false, Some(true), Some(true), false);
+const AGENT_SUBMIT: Hints = (false, Some(true), Some(false), true);
+const AGENT_DESTRUCTIVE_IDEMPOTENT: Hints = (false, Some(true), Some(true), true);
+const AGENT_IDEMPOTENT: Hints = (false, Some(false), Some(true), true);
+const AGENT_STEER: Hints = (false, Some(true), Some(false), true);
 
 /// Builds the catalog for this configuration. Server-configured defaults
 /// (such as the default `limit`) are written into the input schemas.
-pub fn tools(settings: &ServerSettings, binary_enabled: bool) -> Vec<Tool> {
+pub fn tools(settings: &ServerSettings, binary_enabled: bool, agent_enabled: bool) -> Vec<Tool> {
     ToolName::ALL
         .iter()
         .filter(|t| binary_enabled || !t.is_binary())
+        .filter(|t| agent_enabled || !t.is_agent())
         .map(|t| t.definition(settings))
         .collect()
 }
 
 fn tool<P: JsonSchema + 'static, R: JsonSchema + 'static>(
     name: ToolName,
-    (read_only, destructive, idempotent): Hints,
+    (read_only, destructive, idempotent, open_world): Hints,
     description: &'static str,
 ) -> Tool {
     // The parameter types are plain structs, so their schemas are objects;
@@ -247,7 +392,7 @@ fn tool<P: JsonSchema + 'static, R: JsonSchema + 'static>(
             Some(read_only),
             destructive,
             idempotent,
-            Some(false),
+            Some(open_world),
         ))
 }
 

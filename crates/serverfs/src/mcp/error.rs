@@ -5,6 +5,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 use serverfs_fs::FsError;
 use serverfs_protocol::ErrorCode;
+use serverfs_protocol::bridge::BridgeErrorCode;
 
 /// Longest echo of a caller's string in a message, in characters: a
 /// multi-megabyte path must not come back (twice) in its own error.
@@ -25,11 +26,51 @@ fn echo(text: &str) -> String {
     shown
 }
 
+/// The stable code of a tool error: a file-surface code
+/// (`docs/error-codes.md`) or, for the agent tools, an Agent Bridge code
+/// (`docs/bridge-error-codes.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCode {
+    /// A file-surface code.
+    File(ErrorCode),
+    /// An Agent Bridge code, passed through from the Bridge or raised by
+    /// the MCP-side checks of the agent tools.
+    Bridge(BridgeErrorCode),
+}
+
+impl ToolCode {
+    /// The wire string, e.g. `"PATH_NOT_FOUND"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolCode::File(code) => code.as_str(),
+            ToolCode::Bridge(code) => code.as_str(),
+        }
+    }
+}
+
+impl From<ErrorCode> for ToolCode {
+    fn from(code: ErrorCode) -> ToolCode {
+        ToolCode::File(code)
+    }
+}
+
+impl From<BridgeErrorCode> for ToolCode {
+    fn from(code: BridgeErrorCode) -> ToolCode {
+        ToolCode::Bridge(code)
+    }
+}
+
+impl PartialEq<ErrorCode> for ToolCode {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == ToolCode::File(*other)
+    }
+}
+
 /// A failed tool call, as the client sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
     /// Stable code.
-    pub code: ErrorCode,
+    pub code: ToolCode,
     /// Human-readable detail; never a host path or file content.
     pub message: String,
 }
@@ -40,7 +81,7 @@ impl ToolError {
     /// (escaped, so control characters cannot forge log or text lines).
     pub fn fs(error: FsError, workdir: &str, path: &str) -> ToolError {
         ToolError {
-            code: error.code(),
+            code: error.code().into(),
             message: format!(
                 "{}:{} — {error}",
                 workdir.escape_debug(),
@@ -52,7 +93,7 @@ impl ToolError {
     /// The alias names no configured workdir.
     pub fn workdir_not_found(alias: &str) -> ToolError {
         ToolError {
-            code: ErrorCode::WorkdirNotFound,
+            code: ErrorCode::WorkdirNotFound.into(),
             message: format!(
                 "'{}' is not a configured workdir; call list_workdirs",
                 echo(alias)
@@ -63,7 +104,7 @@ impl ToolError {
     /// Arguments that do not fit the tool's schema or ranges.
     pub fn invalid_argument(message: impl Into<String>) -> ToolError {
         ToolError {
-            code: ErrorCode::InvalidArgument,
+            code: ErrorCode::InvalidArgument.into(),
             message: message.into(),
         }
     }
@@ -71,7 +112,15 @@ impl ToolError {
     /// A failure that is the server's, not the caller's.
     pub fn internal(message: impl Into<String>) -> ToolError {
         ToolError {
-            code: ErrorCode::InternalError,
+            code: ErrorCode::InternalError.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An error with an Agent Bridge code.
+    pub fn bridge(code: BridgeErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code: code.into(),
             message: message.into(),
         }
     }

@@ -1,6 +1,8 @@
 //! The MCP surface: server identity and instructions, the tool catalog,
 //! argument decoding, result and error shapes, and the file resource.
 
+pub(crate) mod agent_params;
+mod agent_results;
 pub(crate) mod catalog;
 pub(crate) mod error;
 pub(crate) mod params;
@@ -21,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use crate::audit::AuditRecord;
 use crate::http::TokenName;
-use crate::service::{Download, FileService};
+use crate::service::{AgentService, Download, FileService};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use catalog::ToolName;
@@ -42,17 +44,24 @@ says read-write. There is no shell and no command execution.";
 #[derive(Debug, Clone)]
 pub struct ServerFs {
     files: FileService,
+    /// The agent tools' Bridge client; `None` lists the base surface only.
+    agent: Option<AgentService>,
     tools: Arc<Vec<Tool>>,
 }
 
 impl ServerFs {
-    /// A server over `files`.
-    pub fn new(files: FileService) -> ServerFs {
+    /// A server over `files`, with the agent tools when `agent` is given.
+    pub fn new(files: FileService, agent: Option<AgentService>) -> ServerFs {
         let tools = Arc::new(catalog::tools(
             files.settings(),
             files.binary_tools_enabled(),
+            agent.is_some(),
         ));
-        ServerFs { files, tools }
+        ServerFs {
+            files,
+            agent,
+            tools,
+        }
     }
 
     /// Runs one listed tool; `None` for a name that is not listed.
@@ -93,6 +102,11 @@ impl ServerFs {
                 run(arguments, |p| files.download_binary_file(p, a)).await
             }
             ToolName::UploadBinaryFile => run(arguments, |p| files.upload_binary_file(p, a)).await,
+            agent_tool => {
+                // Agent tools are listed only with an agent service.
+                let agent = self.agent.as_ref()?;
+                dispatch_agent(agent, agent_tool, arguments, a).await
+            }
         };
         audit.finish(outcome.as_ref().err().map(|e| e.code));
         Some(outcome)
@@ -166,6 +180,44 @@ impl ServerHandler for ServerFs {
     }
 }
 
+/// Runs one agent tool.
+async fn dispatch_agent(
+    agent: &AgentService,
+    tool: ToolName,
+    arguments: Option<JsonObject>,
+    a: &AuditRecord,
+) -> Result<CallToolResult, ToolError> {
+    match tool {
+        ToolName::ListAgentRuntimes => {
+            run(arguments, |_: agent_params::ListAgentRuntimesParams| {
+                agent.list_agent_runtimes(a)
+            })
+            .await
+        }
+        ToolName::ListAgentModels => run(arguments, |p| agent.list_agent_models(p, a)).await,
+        ToolName::SubmitAgentTask => run(arguments, |p| agent.submit_agent_task(p, a)).await,
+        ToolName::GetAgentTask => run(arguments, |p| agent.get_agent_task(p, a)).await,
+        ToolName::ReadAgentTaskEvents => {
+            run(arguments, |p| agent.read_agent_task_events(p, a)).await
+        }
+        ToolName::ReadAgentTaskResult => {
+            run(arguments, |p| agent.read_agent_task_result(p, a)).await
+        }
+        ToolName::RespondAgentApproval => {
+            run(arguments, |p| agent.respond_agent_approval(p, a)).await
+        }
+        ToolName::AnswerAgentQuestion => {
+            run(arguments, |p| agent.answer_agent_question(p, a)).await
+        }
+        ToolName::SendAgentMessage => run(arguments, |p| agent.send_agent_message(p, a)).await,
+        ToolName::CancelAgentTask => run(arguments, |p| agent.cancel_agent_task(p, a)).await,
+        file_tool => Err(ToolError::internal(format!(
+            "{} is not an agent tool",
+            file_tool.as_str()
+        ))),
+    }
+}
+
 /// Decodes the arguments, runs the tool body, shapes the result.
 async fn run<P, R, F, Fut>(
     arguments: Option<JsonObject>,
@@ -204,6 +256,15 @@ macro_rules! summarized_output {
 }
 
 summarized_output!(
+    serverfs_protocol::bridge::RuntimeListResult,
+    serverfs_protocol::bridge::ModelCatalog,
+    serverfs_protocol::bridge::TaskSubmitResult,
+    serverfs_protocol::bridge::TaskView,
+    serverfs_protocol::bridge::TaskEventsResult,
+    serverfs_protocol::bridge::TaskResultChunk,
+    serverfs_protocol::bridge::InteractionResolved,
+    serverfs_protocol::bridge::TaskMessageSendResult,
+    serverfs_protocol::bridge::TaskCancelResult,
     results::ListWorkdirsResult,
     results::ListDirectoryResult,
     results::FindFilesResult,

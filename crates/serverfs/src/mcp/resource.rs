@@ -7,7 +7,7 @@ use rmcp::model::{ReadResourceResult, ResourceContents, ResourceTemplate};
 use serde_json::json;
 use serverfs_protocol::ErrorCode;
 
-use super::error::ToolError;
+use super::error::{ToolCode, ToolError};
 use super::params::ReadTextFileParams;
 use crate::audit::AuditRecord;
 use crate::service::FileService;
@@ -68,7 +68,7 @@ async fn read_text(
     let page = files.read_text_file(params, audit).await?;
     if page.has_more {
         return Err(ToolError {
-            code: ErrorCode::ResourceTooLarge,
+            code: ErrorCode::ResourceTooLarge.into(),
             message: format!(
                 "{}:{} is larger than one page; use read_text_file",
                 page.workdir, page.path
@@ -80,7 +80,7 @@ async fn read_text(
 
 fn parse_uri(uri: &str) -> Result<(String, String), ToolError> {
     let invalid = || ToolError {
-        code: ErrorCode::InvalidResourceUri,
+        code: ErrorCode::InvalidResourceUri.into(),
         message: format!(
             "expected {SCHEME}{{workdir}}/{{path}}, got '{}'",
             uri.escape_debug()
@@ -101,10 +101,10 @@ fn to_error_data(error: ToolError) -> ErrorData {
     let text = format!("{}: {}", error.code.as_str(), error.message);
     let data = Some(json!({ "error": { "code": error.code.as_str(), "message": error.message } }));
     match error.code {
-        ErrorCode::PathNotFound | ErrorCode::WorkdirNotFound => {
+        ToolCode::File(ErrorCode::PathNotFound | ErrorCode::WorkdirNotFound) => {
             ErrorData::resource_not_found(text, data)
         }
-        ErrorCode::InternalError => ErrorData::internal_error(text, data),
+        ToolCode::File(ErrorCode::InternalError) => ErrorData::internal_error(text, data),
         _ => ErrorData::invalid_params(text, data),
     }
 }

@@ -168,7 +168,7 @@ fn decode_payload(encoded: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
 
 fn coded(code: ErrorCode, message: &str) -> ToolError {
     ToolError {
-        code,
+        code: code.into(),
         message: message.to_owned(),
     }
 }

@@ -80,7 +80,7 @@ fn lease_error(error: &LeaseError) -> ToolError {
         | LeaseErrorCode::InvalidLeaseId => ErrorCode::AgentLockUnavailable,
     };
     ToolError {
-        code,
+        code: code.into(),
         message: error.to_string(),
     }
 }

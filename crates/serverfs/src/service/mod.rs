@@ -1,5 +1,6 @@
 //! Services between the MCP surface and the filesystem kernel.
 
+mod agent;
 mod binary;
 mod files;
 mod lease;
@@ -7,6 +8,7 @@ mod mutations;
 mod registry;
 mod search;
 
+pub use agent::AgentService;
 pub use binary::Download;
 pub use files::FileService;
 pub use lease::{BridgeLease, NoLease, WriterLease, lease_id};

@@ -37,7 +37,7 @@ impl FileService {
         let (workdir, path) = self.locate_checked(alias, raw_path, audit, |workdir| {
             if workdir.config.read_only {
                 return Err(ToolError {
-                    code: ErrorCode::WorkdirReadOnly,
+                    code: ErrorCode::WorkdirReadOnly.into(),
                     message: format!("workdir '{}' is read-only", alias.escape_debug()),
                 });
             }
@@ -45,7 +45,7 @@ impl FileService {
         })?;
         if path.is_root() {
             return Err(ToolError {
-                code: ErrorCode::RootMutationNotAllowed,
+                code: ErrorCode::RootMutationNotAllowed.into(),
                 message: format!(
                     "{}:. — the workdir root itself cannot be changed",
                     alias.escape_debug()

@@ -1,0 +1,486 @@
+//! The agent tools: a thin client of the Agent Bridge (spec-agent-bridge.md
+//! §1). The MCP server never runs an agent (ARCHITECTURE.md invariant 6);
+//! it authorizes each request against its own configuration, then asks the
+//! Bridge over the private socket.
+//!
+//! * `submit_agent_task` checks the workdir, agent mode, runtime allowlist,
+//!   profile and the working directory (through the confined kernel)
+//!   before anything reaches the Bridge.
+//! * Every task-id tool first reads the task and re-checks its workdir and
+//!   runtime against the current configuration, so a task of a workdir the
+//!   operator has since disabled cannot be driven any more.
+//! * `get_agent_task` and `read_agent_task_events` may long-poll
+//!   (`wait_seconds`, at most 45): they answer as soon as the task or its
+//!   event cursor moves.
+//! * A Bridge that cannot be reached is `AGENT_BRIDGE_UNAVAILABLE` within
+//!   the configured timeout, never a hang.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serverfs_config::{AgentMode, AgentRuntime, AgentSettings};
+use serverfs_fs::EntryKind;
+use serverfs_protocol::ErrorCode;
+use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
+use serverfs_protocol::bridge::{
+    BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog, RuntimeListParams,
+    RuntimeListResult, RuntimeModelsParams, TaskApprovalRespondParams, TaskCancelParams,
+    TaskCancelResult, TaskEventsParams, TaskEventsResult, TaskGetParams, TaskMessageSendParams,
+    TaskMessageSendResult, TaskQuestionAnswerParams, TaskResultChunk, TaskResultReadParams,
+    TaskSubmitParams, TaskSubmitResult, TaskView,
+};
+use tokio::time::Instant;
+
+use super::files::run_blocking;
+use super::registry::{WorkdirHandle, WorkdirRegistry};
+use crate::audit::AuditRecord;
+use crate::mcp::agent_params::{
+    AnswerAgentQuestionParams, CancelAgentTaskParams, GetAgentTaskParams, ListAgentModelsParams,
+    MAX_WAIT_SECONDS, ProfileParam, ReadAgentTaskEventsParams, ReadAgentTaskResultParams,
+    RespondAgentApprovalParams, SendAgentMessageParams, SubmitAgentTaskParams,
+};
+use crate::mcp::error::ToolError;
+
+/// How often a long-poll looks at the task again.
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Upper bound of the connect timeout (the call timeout bounds it too).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The agent side of the MCP server.
+#[derive(Debug, Clone)]
+pub struct AgentService {
+    workdirs: WorkdirRegistry,
+    client: Arc<BridgeClient>,
+}
+
+fn bridge_error(code: BridgeErrorCode, message: &str) -> ToolError {
+    ToolError::bridge(code, message.to_owned())
+}
+
+impl AgentService {
+    /// A client of the Bridge at `agent.bridge_socket`, each call bounded by
+    /// `agent.bridge_timeout_ms`.
+    pub fn new(workdirs: WorkdirRegistry, agent: &AgentSettings) -> AgentService {
+        let call_timeout = Duration::from_millis(agent.bridge_timeout_ms);
+        let options = ClientOptions {
+            connect_timeout: CONNECT_TIMEOUT.min(call_timeout),
+            call_timeout,
+            ..ClientOptions::default()
+        };
+        AgentService {
+            workdirs,
+            client: Arc::new(BridgeClient::new(agent.bridge_socket.clone(), options)),
+        }
+    }
+
+    /// One Bridge call; its failure as the client sees it.
+    async fn call<P: BridgeCall>(&self, params: P) -> Result<P::Result, ToolError> {
+        self.client
+            .call(params)
+            .await
+            .map_err(|error| ToolError::bridge(error.code(), error.to_string()))
+    }
+
+    /// Runtimes any agent-enabled workdir allows.
+    fn allowlisted_runtimes(&self) -> BTreeSet<String> {
+        self.workdirs
+            .iter()
+            .filter(|w| w.config.agent_mode.is_enabled())
+            .flat_map(|w| w.config.agent_runtimes.iter())
+            .map(|runtime| runtime.as_str().to_owned())
+            .collect()
+    }
+
+    /// `list_agent_runtimes`: the Bridge's runtimes that some workdir
+    /// allows; no Bridge call when none is allowed.
+    pub async fn list_agent_runtimes(
+        &self,
+        _audit: &AuditRecord,
+    ) -> Result<RuntimeListResult, ToolError> {
+        let allowed = self.allowlisted_runtimes();
+        if allowed.is_empty() {
+            return Ok(RuntimeListResult {
+                runtimes: Vec::new(),
+            });
+        }
+        let mut listed = self.call(RuntimeListParams {}).await?;
+        listed
+            .runtimes
+            .retain(|runtime| allowed.contains(&runtime.name));
+        Ok(listed)
+    }
+
+    /// `list_agent_models`; with any advice argument, the submit checks run
+    /// first and the normalized path is forwarded.
+    pub async fn list_agent_models(
+        &self,
+        params: ListAgentModelsParams,
+        audit: &AuditRecord,
+    ) -> Result<ModelCatalog, ToolError> {
+        audit.set(|a| a.runtime = Some(params.runtime.clone()));
+        if !self.allowlisted_runtimes().contains(&params.runtime) {
+            return Err(bridge_error(
+                BridgeErrorCode::AgentRuntimeNotAllowed,
+                "no workdir allows this runtime; see list_workdirs",
+            ));
+        }
+        let advice = params.workdir.is_some()
+            || params.task_prompt.is_some()
+            || !params.path.is_empty()
+            || params.profile != ProfileParam::WorkspaceWrite;
+        let mut request = RuntimeModelsParams {
+            runtime: params.runtime.clone(),
+            workdir: None,
+            task_prompt: None,
+            path: None,
+            profile: None,
+        };
+        if advice {
+            let (Some(workdir), Some(prompt)) = (params.workdir, params.task_prompt) else {
+                return Err(bridge_error(
+                    BridgeErrorCode::InvalidRequest,
+                    "model advice requires workdir and task_prompt",
+                ));
+            };
+            let cwd = self
+                .authorize_submit(
+                    &workdir,
+                    &params.runtime,
+                    params.profile,
+                    &params.path,
+                    audit,
+                )
+                .await?;
+            request.workdir = Some(workdir);
+            request.task_prompt = Some(prompt);
+            request.path = Some(cwd);
+            request.profile = Some(params.profile.as_str().to_owned());
+        }
+        self.call(request).await
+    }
+
+    /// `submit_agent_task`: authorized here, then submitted; returns the
+    /// task id without waiting for the task.
+    pub async fn submit_agent_task(
+        &self,
+        params: SubmitAgentTaskParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskSubmitResult, ToolError> {
+        audit.set(|a| a.runtime = Some(params.runtime.clone()));
+        let cwd = self
+            .authorize_submit(
+                &params.workdir,
+                &params.runtime,
+                params.profile,
+                &params.path,
+                audit,
+            )
+            .await?;
+        let submitted = self
+            .call(TaskSubmitParams {
+                runtime: params.runtime,
+                workdir: params.workdir,
+                path: cwd,
+                profile: params.profile.as_str().to_owned(),
+                prompt: params.prompt,
+                model: params.model,
+                continue_from_task_id: params.continue_from_task_id,
+                correlation_id: params.correlation_id,
+                idempotency_key: params.idempotency_key,
+            })
+            .await?;
+        audit.set(|a| {
+            a.task_id = Some(submitted.task_id.clone());
+            a.status = Some(submitted.status.as_str());
+        });
+        Ok(submitted)
+    }
+
+    /// The MCP-side submit checks (spec §1.4), in order: workdir, agent
+    /// mode, runtime, profile, then the working directory through the
+    /// confined kernel. Returns the normalized relative cwd.
+    async fn authorize_submit(
+        &self,
+        alias: &str,
+        runtime: &str,
+        profile: ProfileParam,
+        path: &str,
+        audit: &AuditRecord,
+    ) -> Result<String, ToolError> {
+        let workdir = self.workdirs.get(alias).ok_or_else(|| {
+            bridge_error(
+                BridgeErrorCode::WorkdirNotFound,
+                "not a configured workdir; call list_workdirs",
+            )
+        })?;
+        audit.set(|a| a.workdir = Some(alias.to_owned()));
+        check_agent_policy(&workdir, runtime, profile)?;
+        let cwd = workdir
+            .fs
+            .parse_path(path)
+            .map_err(|e| ToolError::fs(e, alias, path))?;
+        audit.set(|a| a.path = Some(cwd.as_string()));
+        let entry = run_blocking(&workdir, &cwd, |w, p| w.fs.stat(p)).await?;
+        if entry.kind != EntryKind::Directory {
+            return Err(ToolError {
+                code: ErrorCode::NotADirectory.into(),
+                message: format!("{alias}:{} is not a directory", cwd.as_string()),
+            });
+        }
+        Ok(cwd.as_string())
+    }
+
+    /// Reads the task and re-checks its workdir and runtime against the
+    /// current configuration.
+    async fn authorized_task(
+        &self,
+        task_id: &str,
+        audit: &AuditRecord,
+    ) -> Result<TaskView, ToolError> {
+        audit.set(|a| a.task_id = Some(task_id.to_owned()));
+        let task = self
+            .call(TaskGetParams {
+                task_id: task_id.to_owned(),
+            })
+            .await?;
+        self.recheck(&task)?;
+        audit.set(|a| {
+            a.workdir = Some(task.workdir_alias.clone());
+            a.runtime = Some(task.runtime.clone());
+            a.status = Some(task.status.as_str());
+        });
+        Ok(task)
+    }
+
+    fn recheck(&self, task: &TaskView) -> Result<(), ToolError> {
+        let workdir = self.workdirs.get(&task.workdir_alias).ok_or_else(|| {
+            bridge_error(
+                BridgeErrorCode::WorkdirNotFound,
+                "the task's workdir is no longer configured",
+            )
+        })?;
+        let allowed = workdir.config.agent_mode.is_enabled()
+            && workdir
+                .config
+                .agent_runtimes
+                .iter()
+                .any(|runtime| runtime.as_str() == task.runtime);
+        if !allowed {
+            return Err(bridge_error(
+                BridgeErrorCode::AgentDisabled,
+                "agents are no longer allowed on the task's workdir",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `get_agent_task`, optionally waiting for a change.
+    pub async fn get_agent_task(
+        &self,
+        params: GetAgentTaskParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskView, ToolError> {
+        let deadline = wait_deadline(params.wait_seconds)?;
+        let first = self.authorized_task(&params.task_id, audit).await?;
+        if first.status.is_terminal() {
+            return Ok(first);
+        }
+        let mut latest = first.clone();
+        while Instant::now() + POLL_INTERVAL <= deadline {
+            tokio::time::sleep(POLL_INTERVAL).await;
+            latest = self
+                .call(TaskGetParams {
+                    task_id: params.task_id.clone(),
+                })
+                .await?;
+            if moved(&first, &latest) {
+                break;
+            }
+        }
+        audit.set(|a| a.status = Some(latest.status.as_str()));
+        Ok(latest)
+    }
+
+    /// `read_agent_task_events`, optionally waiting for a new event.
+    pub async fn read_agent_task_events(
+        &self,
+        params: ReadAgentTaskEventsParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskEventsResult, ToolError> {
+        let deadline = wait_deadline(params.wait_seconds)?;
+        let task = self.authorized_task(&params.task_id, audit).await?;
+        let request = TaskEventsParams {
+            task_id: params.task_id,
+            after_event_id: Some(params.after_event_id),
+            limit: Some(params.limit),
+        };
+        let mut page = self.call(request.clone()).await?;
+        let mut finished = task.status.is_terminal();
+        while page.events.is_empty() && !finished && Instant::now() + POLL_INTERVAL <= deadline {
+            tokio::time::sleep(POLL_INTERVAL).await;
+            page = self.call(request.clone()).await?;
+            if page.events.is_empty() {
+                let now = self
+                    .call(TaskGetParams {
+                        task_id: request.task_id.clone(),
+                    })
+                    .await?;
+                finished = now.status.is_terminal();
+            }
+        }
+        audit.set(|a| a.returned = Some(page.events.len() as u64));
+        Ok(page)
+    }
+
+    /// `read_agent_task_result`.
+    pub async fn read_agent_task_result(
+        &self,
+        params: ReadAgentTaskResultParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskResultChunk, ToolError> {
+        self.authorized_task(&params.task_id, audit).await?;
+        let chunk = self
+            .call(TaskResultReadParams {
+                task_id: params.task_id,
+                offset_bytes: Some(params.offset_bytes),
+                max_bytes: Some(params.max_bytes),
+            })
+            .await?;
+        audit.set(|a| a.bytes_returned = Some(chunk.text.len() as u64));
+        Ok(chunk)
+    }
+
+    /// `respond_agent_approval`.
+    pub async fn respond_agent_approval(
+        &self,
+        params: RespondAgentApprovalParams,
+        audit: &AuditRecord,
+    ) -> Result<InteractionResolved, ToolError> {
+        self.authorized_task(&params.task_id, audit).await?;
+        audit.set(|a| a.decision = Some(params.decision.as_str()));
+        self.call(TaskApprovalRespondParams {
+            task_id: params.task_id,
+            request_id: params.request_id,
+            decision: params.decision.as_str().to_owned(),
+            granted_permission_ids: params.granted_permission_ids,
+        })
+        .await
+    }
+
+    /// `answer_agent_question`.
+    pub async fn answer_agent_question(
+        &self,
+        params: AnswerAgentQuestionParams,
+        audit: &AuditRecord,
+    ) -> Result<InteractionResolved, ToolError> {
+        self.authorized_task(&params.task_id, audit).await?;
+        let answers = params
+            .answers
+            .into_iter()
+            .map(|answer| {
+                let mut value = serde_json::json!({
+                    "question_id": answer.question_id,
+                    "selected_option_ids": answer.selected_option_ids,
+                });
+                if let Some(text) = answer.text {
+                    value["text"] = serde_json::Value::String(text);
+                }
+                value
+            })
+            .collect();
+        self.call(TaskQuestionAnswerParams {
+            task_id: params.task_id,
+            request_id: params.request_id,
+            answers,
+        })
+        .await
+    }
+
+    /// `send_agent_message`.
+    pub async fn send_agent_message(
+        &self,
+        params: SendAgentMessageParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskMessageSendResult, ToolError> {
+        self.authorized_task(&params.task_id, audit).await?;
+        self.call(TaskMessageSendParams {
+            task_id: params.task_id,
+            message: params.message,
+        })
+        .await
+    }
+
+    /// `cancel_agent_task`.
+    pub async fn cancel_agent_task(
+        &self,
+        params: CancelAgentTaskParams,
+        audit: &AuditRecord,
+    ) -> Result<TaskCancelResult, ToolError> {
+        self.authorized_task(&params.task_id, audit).await?;
+        let cancelled = self
+            .call(TaskCancelParams {
+                task_id: params.task_id,
+            })
+            .await?;
+        audit.set(|a| a.status = Some(cancelled.status.as_str()));
+        Ok(cancelled)
+    }
+}
+
+/// The workdir's agent policy for a submission (spec §1.4 steps 2–5).
+fn check_agent_policy(
+    workdir: &WorkdirHandle,
+    runtime: &str,
+    profile: ProfileParam,
+) -> Result<(), ToolError> {
+    let config = &workdir.config;
+    if !config.agent_mode.is_enabled() {
+        return Err(bridge_error(
+            BridgeErrorCode::AgentDisabled,
+            "agents are disabled on this workdir",
+        ));
+    }
+    let allowed = config
+        .agent_runtimes
+        .iter()
+        .find(|allowed| allowed.as_str() == runtime)
+        .ok_or_else(|| {
+            bridge_error(
+                BridgeErrorCode::AgentRuntimeNotAllowed,
+                "the runtime is not allowed on this workdir; see list_workdirs",
+            )
+        })?;
+    if profile == ProfileParam::WorkspaceWrite
+        && (config.agent_mode != AgentMode::WorkspaceWrite || config.read_only)
+    {
+        return Err(bridge_error(
+            BridgeErrorCode::AgentProfileNotAllowed,
+            "this workdir only allows the review profile",
+        ));
+    }
+    if profile != ProfileParam::WorkspaceWrite && AgentRuntime::is_native(allowed) {
+        return Err(bridge_error(
+            BridgeErrorCode::AgentProfileNotAllowed,
+            "this runtime currently requires the workspace-write profile",
+        ));
+    }
+    Ok(())
+}
+
+/// When a long-poll must answer.
+fn wait_deadline(wait_seconds: u64) -> Result<Instant, ToolError> {
+    if wait_seconds > MAX_WAIT_SECONDS {
+        return Err(ToolError::invalid_argument(format!(
+            "wait_seconds must be 0..={MAX_WAIT_SECONDS}"
+        )));
+    }
+    Ok(Instant::now() + Duration::from_secs(wait_seconds))
+}
+
+/// Whether the task changed in a way a waiting client cares about.
+fn moved(before: &TaskView, now: &TaskView) -> bool {
+    before.status != now.status
+        || before.pending_request_id != now.pending_request_id
+        || before.updated_at != now.updated_at
+}
