@@ -87,6 +87,15 @@ fn write_tasks(out: &mut String, tasks: &[TaskRecord]) {
 }
 
 fn write_guards(out: &mut String, lock_dir: &std::path::Path) {
+    // Before the Bridge's first run there is no lock directory, hence no
+    // guard; any other trouble with it is reported below.
+    if lock_dir
+        .symlink_metadata()
+        .is_err_and(|error| error.kind() == std::io::ErrorKind::NotFound)
+    {
+        let _ = writeln!(out, "recovery guards: none (no lock directory yet)");
+        return;
+    }
     match serverfs_lease::list_guards(lock_dir) {
         Ok(guards) if guards.is_empty() => {
             let _ = writeln!(out, "recovery guards: none");

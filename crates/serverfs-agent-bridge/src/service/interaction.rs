@@ -89,8 +89,8 @@ impl Core {
         Ok(resolved(task, record.request_id))
     }
 
-    /// Steps 1–5: ids given, request exists and belongs to the task, is
-    /// pending, is the task's presented request, and has not expired (an
+    /// Steps 1–5: ids given, request exists, is pending, belongs to the
+    /// task and is its presented request, and has not expired (an
     /// expired one interrupts its task here, lazily).
     async fn presented(
         &self,
@@ -108,17 +108,16 @@ impl Core {
         let lookup = self
             .store
             .call(move |db| {
-                let record = match db.get_interaction(&request_id) {
-                    Ok(record) if record.task_id == id => record,
-                    Ok(_) | Err(StoreError::RequestNotFound) => {
-                        return Err(StoreError::RequestNotFound);
-                    }
-                    Err(error) => return Err(error),
-                };
+                let record = db.get_interaction(&request_id)?;
                 match record.status {
                     InteractionStatus::Pending => {}
                     InteractionStatus::Resolved => return Err(StoreError::RequestAlreadyResolved),
                     InteractionStatus::Stale => return Err(StoreError::RequestStale),
+                }
+                // Spec §4.5 step 4: a request that is not the named task's
+                // presented one is stale for that task, not unknown.
+                if record.task_id != id {
+                    return Err(StoreError::RequestStale);
                 }
                 let task = db.get_task(&id)?;
                 if task.pending_request_id.as_deref() != Some(record.request_id.as_str()) {

@@ -19,10 +19,17 @@ use super::Core;
 use super::error::{ServiceError, ServiceResult};
 use crate::adapter::{NativeIds, ProviderState};
 use crate::store::{TaskRecord, now_millis};
+use crate::{ProcessGroupId, is_group_alive};
 
 /// Combines the adapter's answer with the kernel's: any live recorded
 /// process group means running; a proven stop needs the adapter's proof
 /// and every recorded group gone.
+///
+/// `kill(-pgid, 0)` also counts zombies: members that exited but that
+/// their parent has not reaped — init, for a provider's orphaned
+/// grandchildren, which a lazy init leaves for seconds. A zombie runs
+/// nothing, so a group whose members are all zombies is gone
+/// ([`is_group_alive`]); otherwise a stopped tree would keep its guard.
 pub(super) fn provider_liveness(
     adapter_says: ProviderLiveness,
     groups: impl IntoIterator<Item = i32>,
@@ -30,7 +37,11 @@ pub(super) fn provider_liveness(
     let mut combined = adapter_says;
     for group in groups {
         match probe_process_group(group) {
-            ProviderLiveness::Running => return ProviderLiveness::Running,
+            ProviderLiveness::Running => {
+                if ProcessGroupId::from_raw(group).is_none_or(is_group_alive) {
+                    return ProviderLiveness::Running;
+                }
+            }
             ProviderLiveness::Unknown if combined == ProviderLiveness::ProvenStopped => {
                 combined = ProviderLiveness::Unknown;
             }
@@ -38,6 +49,15 @@ pub(super) fn provider_liveness(
         }
     }
     combined
+}
+
+/// The wire form of a liveness: `provider_active` true, false or null.
+fn provider_active(liveness: ProviderLiveness) -> Option<bool> {
+    match liveness {
+        ProviderLiveness::ProvenStopped => Some(false),
+        ProviderLiveness::Running => Some(true),
+        ProviderLiveness::Unknown => None,
+    }
 }
 
 fn recovery_required(message: &str) -> ServiceError {
@@ -50,9 +70,25 @@ impl Core {
     /// then every recovery guard is reconciled.
     pub(super) async fn reconcile_at_start(&self) -> ServiceResult<()> {
         let unfinished = self.store.call(|db| db.list_active_tasks()).await?;
+        // The process groups each guard recorded, by task: the event below
+        // reports the effective liveness, not the adapter's alone.
+        let recorded: HashMap<String, Option<i32>> =
+            serverfs_lease::list_guards(&self.settings.lock_dir)
+                .map(|guards| {
+                    guards
+                        .into_iter()
+                        .map(|(_, record)| (record.task_id, record.provider_pgid))
+                        .collect()
+                })
+                .unwrap_or_default();
         let mut known = HashMap::new();
         for task in unfinished {
             let state = self.reconcile_provider(&task).await;
+            let group = recorded.get(&task.task_id).copied().flatten();
+            let effective = provider_liveness(
+                ProviderLiveness::from_provider_active(state.provider_active),
+                group,
+            );
             let code = if task.deadline_at <= now_millis() {
                 BridgeErrorCode::AgentTaskTimedOut
             } else {
@@ -69,7 +105,7 @@ impl Core {
                 &task.task_id,
                 EventPayload::TaskReconciled {
                     status: state.status,
-                    provider_active: state.provider_active,
+                    provider_active: provider_active(effective),
                     error_code: Some(code),
                 },
             )
@@ -178,11 +214,7 @@ impl Core {
             &task.task_id,
             EventPayload::TaskReconciled {
                 status: ReconcileStatus::Unknown,
-                provider_active: match liveness {
-                    ProviderLiveness::ProvenStopped => Some(false),
-                    ProviderLiveness::Running => Some(true),
-                    ProviderLiveness::Unknown => None,
-                },
+                provider_active: provider_active(liveness),
                 error_code: None,
             },
         )

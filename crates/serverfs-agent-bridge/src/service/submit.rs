@@ -97,7 +97,13 @@ impl Core {
             )
         })?;
         let cwd = normalize_cwd(&params.path)?;
-        let relative_cwd = cwd.as_string();
+        // The wire and the record spell the root `""` (spec §3.4 step 9),
+        // not `RelPath`'s display form `.`.
+        let relative_cwd = if cwd.is_root() {
+            String::new()
+        } else {
+            cwd.as_string()
+        };
         let fingerprint = Fingerprint {
             runtime: &params.runtime,
             workdir: &params.workdir,
