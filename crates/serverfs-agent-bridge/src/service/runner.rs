@@ -107,11 +107,16 @@ impl Core {
             }
             outcome = &mut turn => Ending::Returned(outcome),
         };
-        let returned = match ending {
+        match ending {
             Ending::Returned(outcome) => {
                 drop(turn);
+                // The provider is done: free the workdir before publishing
+                // the final state, so a client that sees the task finished
+                // can write (or continue the task) at once. A crash in
+                // between leaves a `running` row that restart interrupts.
+                let liveness = self.liveness_after_turn(live, &plan, true).await;
+                live.end_lease(liveness);
                 self.settle(&task_id, &plan, outcome).await;
-                true
             }
             Ending::Stopped => {
                 if live.stop_reason() == Some(StopReason::Shutdown) {
@@ -135,11 +140,12 @@ impl Core {
                     tracing::warn!(task_id, "provider turn did not end within its bound");
                 }
                 drop(turn);
-                false
+                // Terminal-first: the state was stored before the provider
+                // was stopped; the lease is held until it is.
+                let liveness = self.liveness_after_turn(live, &plan, false).await;
+                live.end_lease(liveness);
             }
-        };
-        let liveness = self.liveness_after_turn(live, &plan, returned).await;
-        live.end_lease(liveness);
+        }
     }
 
     /// `queued → starting` (with `task.started`) then `starting → running`.

@@ -1,0 +1,629 @@
+//! Writer leases, recovery guards, crash recovery, cancellation, graceful
+//! shutdown and the provider environment, black-box against the real
+//! daemon (spec-agent-bridge.md §3.8, §3.10–§3.13, §8, §10.5).
+//!
+//! The MCP side is played by `serverfs_lease::try_acquire`, the reader the
+//! ServerFS mutation path uses. `fake: child-tree` gives every turn a real
+//! process group (a shell and two `sleep 300`); a [`ChildTree`] guard
+//! SIGKILLs that group when a test ends, so a test that orphaned it (by
+//! SIGKILLing the Bridge) cleans up even when it fails.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use serde_json::{Value, json};
+use serverfs_lease::{LeaseId, list_guards, try_acquire};
+
+use super::daemon::{Daemon, Setup, WAIT};
+use super::support::{group_members, runs_in_group};
+
+/// How long an orphaned process group may take to disappear: once killed,
+/// its members are zombies until init reaps them, which a lazy init (as in
+/// some containers and VMs) does only every few seconds.
+const GONE_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long a graceful shutdown may take (the spec bounds provider
+/// interrupts to 10 s; the service waits at most 15 s for its runners).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(20);
+
+/// The prompt of a turn that writes a marker file once, then keeps a
+/// process tree running until it is stopped.
+const MARKER_THEN_TREE: &str = "fake: write marker.txt one\nfake: child-tree";
+
+/// The proxy endpoint the operator configures in the environment tests.
+const PROXY_URL: &str = "http://proxy.test:3128";
+
+/// Polls `check` every 20 ms until it returns `Some`, failing after `limit`.
+pub(super) fn poll<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The writer lease of the default `demo` workdir.
+pub(super) fn demo_lease() -> LeaseId {
+    LeaseId::of_workdir("demo", None).unwrap()
+}
+
+/// What the ServerFS MCP server gets when it tries to mutate `demo` now:
+/// `Ok(())` (the lease was free; released again at once) or the code.
+pub(super) fn mcp_mutation(setup: &Setup) -> Result<(), &'static str> {
+    try_acquire(&setup.lock_dir(), &demo_lease())
+        .map(drop)
+        .map_err(|error| error.code().as_str())
+}
+
+/// `(task_id, provider_pgid)` of every recovery guard in the lock dir.
+pub(super) fn guards(setup: &Setup) -> Vec<(String, Option<i32>)> {
+    list_guards(&setup.lock_dir())
+        .unwrap()
+        .into_iter()
+        .map(|(_, record)| (record.task_id, record.provider_pgid))
+        .collect()
+}
+
+/// Waits until the MCP side may mutate `demo` again and no guard is left.
+fn wait_workdir_free(setup: &Setup, after: &str) {
+    poll(
+        WAIT,
+        &format!("the workdir to be free after {after}"),
+        || (mcp_mutation(setup).is_ok() && guards(setup).is_empty()).then_some(()),
+    );
+}
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|byte| *byte == b')')?;
+    let rest = String::from_utf8(stat[close + 1..].to_vec()).ok()?;
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// The command line of `pid`, arguments joined by spaces; empty for a
+/// zombie or a vanished process.
+fn cmdline(pid: u32) -> String {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .trim_end_matches('\0')
+                .replace('\0', " ")
+        })
+        .unwrap_or_default()
+}
+
+/// The process group of one `fake: child-tree` turn, as its recovery guard
+/// records it. Dropping it SIGKILLs whatever still runs of the tree.
+#[derive(Debug)]
+pub(super) struct ChildTree {
+    pgid: i32,
+}
+
+impl ChildTree {
+    /// Waits until `task_id`'s guard records the tree's group and its three
+    /// processes (the shell and two sleeps) run.
+    pub(super) fn wait_for(setup: &Setup, task_id: &str) -> ChildTree {
+        let pgid = poll(WAIT, "the guard to record the child tree", || {
+            guards(setup)
+                .into_iter()
+                .find(|(task, _)| task == task_id)
+                .and_then(|(_, pgid)| pgid)
+        });
+        assert!(pgid > 1, "recorded process group {pgid}");
+        let tree = ChildTree { pgid };
+        poll(WAIT, "the child tree's three processes", || {
+            (tree.live_members().len() == 3).then_some(())
+        });
+        tree
+    }
+
+    /// The process group id.
+    pub(super) fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The group's members that can still run code (zombies excluded).
+    pub(super) fn live_members(&self) -> Vec<u32> {
+        group_members(self.pgid)
+            .into_iter()
+            .filter(|pid| runs_in_group(*pid, self.pgid))
+            .collect()
+    }
+
+    /// Whether the kernel knows no process of the group any more
+    /// (`kill(-pgid, 0)` → `ESRCH`; zombies still count).
+    pub(super) fn is_gone(&self) -> bool {
+        let pid = Pid::from_raw(self.pgid).unwrap();
+        test_kill_process_group(pid) == Err(Errno::SRCH)
+    }
+
+    /// Waits until no member can run code (zombies allowed).
+    pub(super) fn wait_stopped(&self, limit: Duration) {
+        poll(limit, "the child tree to stop", || {
+            self.live_members().is_empty().then_some(())
+        });
+    }
+
+    /// Waits until the group has disappeared, zombies reaped.
+    pub(super) fn wait_gone(&self) {
+        poll(GONE_LIMIT, "the child tree's group to disappear", || {
+            self.is_gone().then_some(())
+        });
+    }
+
+    /// SIGKILLs the group if it still holds the tree's processes (a reused
+    /// group id of an unrelated process is left alone).
+    pub(super) fn kill(&self) {
+        let ours = group_members(self.pgid).iter().any(|pid| {
+            let command = cmdline(*pid);
+            command == "sleep 300" || command.ends_with("sleep 300 & sleep 300 & wait")
+        });
+        if ours && let Some(pid) = Pid::from_raw(self.pgid) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for ChildTree {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts the daemon and waits for its first answer. The socket accepts
+/// connections as soon as it is bound, before start-up reconciliation has
+/// run; an answer proves that reconciliation is over.
+fn restart(setup: &Setup) -> Daemon {
+    let daemon = setup.start();
+    daemon.ok("runtime.list", json!({}));
+    daemon
+}
+
+/// The payloads of the task's events of type `event_type`.
+fn payloads(daemon: &Daemon, task_id: &str, event_type: &str) -> Vec<Value> {
+    daemon
+        .events(task_id)
+        .into_iter()
+        .filter(|event| event["event_type"] == event_type)
+        .map(|event| event["payload"].clone())
+        .collect()
+}
+
+fn count(types: &[String], event_type: &str) -> usize {
+    types.iter().filter(|t| t.as_str() == event_type).count()
+}
+
+/// Submits `prompt` with the `review` profile; returns the task id.
+fn submit_review(daemon: &Daemon, prompt: &str) -> String {
+    let result = daemon
+        .submit_with(json!({ "profile": "review", "prompt": prompt }))
+        .unwrap_or_else(|error| panic!("review submit failed: {error:?}"));
+    result["task_id"].as_str().unwrap().to_owned()
+}
+
+/// The code a workspace-write submission on `demo` is refused with.
+fn refused_writer(daemon: &Daemon) -> String {
+    match daemon.submit_with(json!({ "prompt": "fake: complete second writer" })) {
+        Ok(result) => panic!("a second writer was accepted: {result}"),
+        Err(error) => error.code,
+    }
+}
+
+#[test]
+fn a_workspace_write_task_holds_the_lease_for_its_whole_turn() {
+    let setup = Setup::new();
+    let daemon = setup.start();
+    assert_eq!(mcp_mutation(&setup), Ok(()), "free before any task");
+
+    let writer = daemon.submit("fake: wait 60000");
+    daemon.wait_status(&writer, "running");
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
+    assert_eq!(guards(&setup), vec![(writer.clone(), None)]);
+    assert_eq!(refused_writer(&daemon), "WORKDIR_BUSY");
+
+    // A review task never locks: accepted beside the writer.
+    let review = submit_review(&daemon, "fake: complete reviewed");
+    let view = daemon.wait_status(&review, "succeeded");
+    assert_eq!(view["final_response"], "reviewed");
+    assert_eq!(
+        mcp_mutation(&setup),
+        Err("WORKDIR_BUSY"),
+        "still the writer's"
+    );
+    assert_eq!(daemon.task(&writer)["status"], "running");
+
+    let cancelled = daemon.ok("task.cancel", json!({ "task_id": writer }));
+    assert_eq!(cancelled["status"], "cancelled");
+    wait_workdir_free(&setup, "a cancel");
+
+    // Completion releases it too.
+    let completed = daemon.submit("fake: wait 200\nfake: write out.txt done");
+    daemon.wait_status(&completed, "succeeded");
+    wait_workdir_free(&setup, "a completion");
+    assert_eq!(
+        fs::read_to_string(setup.work_dir().join("out.txt")).unwrap(),
+        "done"
+    );
+    // And the next writer gets it.
+    let next = daemon.submit("fake: complete next");
+    daemon.wait_status(&next, "succeeded");
+    wait_workdir_free(&setup, "the next writer");
+}
+
+#[test]
+fn cancel_stops_the_whole_child_tree() {
+    let setup = Setup::new();
+    let daemon = setup.start();
+    let task = daemon.submit("fake: child-tree");
+    let tree = ChildTree::wait_for(&setup, &task);
+    let shell = u32::try_from(tree.pgid()).unwrap();
+    assert_eq!(
+        parent_of(shell),
+        Some(daemon.pid()),
+        "the tree is the daemon's"
+    );
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
+
+    let started = Instant::now();
+    let cancelled = daemon.ok("task.cancel", json!({ "task_id": task }));
+    let took = started.elapsed();
+    assert_eq!(cancelled["status"], "cancelled");
+    // Terminal-first: the reply does not wait for the provider's
+    // interrupt (SIGTERM grace 2 s, bound 10 s).
+    assert!(took < Duration::from_secs(5), "cancel took {took:?}");
+    assert_eq!(daemon.task(&task)["status"], "cancelled");
+
+    tree.wait_stopped(Duration::from_secs(5));
+    wait_workdir_free(&setup, "cancelling a child tree");
+    tree.wait_gone();
+    let types = daemon.event_types(&task);
+    assert_eq!(count(&types, "task.cancelled"), 1, "{types:?}");
+    assert_eq!(daemon.task(&task)["status"], "cancelled");
+}
+
+#[test]
+fn a_refused_submission_leaves_the_lease_free() {
+    // The lease is taken before the active-task limit is checked (spec
+    // §3.8); a refusal must give it back and publish no guard.
+    let setup = Setup::new().agent("max_active_tasks", "1");
+    let daemon = setup.start();
+    let review = submit_review(&daemon, "fake: wait 60000");
+    daemon.wait_status(&review, "running");
+    assert_eq!(refused_writer(&daemon), "AGENT_TASK_LIMIT_REACHED");
+    assert_eq!(mcp_mutation(&setup), Ok(()));
+    assert_eq!(guards(&setup), vec![]);
+
+    // Cancelling is terminal-first: the slot is free at once.
+    daemon.ok("task.cancel", json!({ "task_id": review }));
+    let writer = daemon.submit("fake: complete written");
+    daemon.wait_status(&writer, "succeeded");
+    wait_workdir_free(&setup, "the writer");
+}
+
+#[test]
+fn a_timed_out_task_stops_its_tree_and_frees_the_workdir() {
+    let setup = Setup::new().agent("task_timeout_seconds", "2");
+    let daemon = setup.start();
+    let task = daemon.submit("fake: child-tree");
+    let tree = ChildTree::wait_for(&setup, &task);
+    let view = poll(Duration::from_secs(15), "the task deadline", || {
+        let view = daemon.task(&task);
+        (view["status"] != "running").then_some(view)
+    });
+    assert_eq!(view["status"], "interrupted", "{view}");
+    assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
+    tree.wait_stopped(Duration::from_secs(5));
+    wait_workdir_free(&setup, "a timeout");
+    tree.wait_gone();
+}
+
+#[test]
+fn an_expired_interaction_frees_the_workdir() {
+    let setup = Setup::new().agent("interaction_timeout_seconds", "1");
+    let daemon = setup.start();
+    let task = daemon.submit("fake: approval touch x");
+    daemon.wait_pending(&task);
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
+    let view = poll(Duration::from_secs(15), "the interaction to expire", || {
+        let view = daemon.task(&task);
+        (view["status"] == "interrupted").then_some(view)
+    });
+    assert_eq!(view["error_code"], "AGENT_INTERACTION_TIMED_OUT", "{view}");
+    wait_workdir_free(&setup, "an expired interaction");
+}
+
+#[test]
+fn a_crashed_task_past_its_deadline_is_reconciled_as_timed_out() {
+    let setup = Setup::new().agent("task_timeout_seconds", "2");
+    let mut daemon = setup.start();
+    let task = daemon.submit("fake: child-tree");
+    let tree = ChildTree::wait_for(&setup, &task);
+    daemon.kill();
+    // Let the deadline pass while no Bridge runs.
+    std::thread::sleep(Duration::from_millis(2_500));
+
+    let restarted = restart(&setup);
+    let view = restarted.task(&task);
+    assert_eq!(view["status"], "interrupted", "{view}");
+    assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
+    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    assert_eq!(
+        reconciled.first().map(|p| &p["error_code"]),
+        Some(&json!("AGENT_TASK_TIMED_OUT")),
+        "{reconciled:?}"
+    );
+    assert_eq!(tree.live_members().len(), 3, "a restart signals nobody");
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_RECOVERY_REQUIRED"));
+    tree.kill();
+    tree.wait_gone();
+    let next = restarted.submit("fake: complete next");
+    restarted.wait_status(&next, "succeeded");
+    wait_workdir_free(&setup, "lazy reconciliation");
+}
+
+/// Starts `MARKER_THEN_TREE`, waits for the marker and the tree, removes
+/// the marker, SIGKILLs the Bridge and checks that the tree survived as an
+/// orphan. Returns the task id and the tree.
+fn crash_mid_turn(daemon: &mut Daemon) -> (String, ChildTree) {
+    let setup = daemon.setup().clone();
+    let task = daemon.submit(MARKER_THEN_TREE);
+    let tree = ChildTree::wait_for(&setup, &task);
+    let marker = setup.work_dir().join("marker.txt");
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "one");
+    fs::remove_file(&marker).unwrap();
+    let shell = u32::try_from(tree.pgid()).unwrap();
+    let bridge = daemon.pid();
+    assert_eq!(parent_of(shell), Some(bridge), "the tree is the daemon's");
+
+    daemon.kill();
+
+    assert_eq!(tree.live_members().len(), 3, "the orphaned tree survives");
+    assert_ne!(parent_of(shell), Some(bridge), "the shell was reparented");
+    assert_eq!(guards(&setup), vec![(task.clone(), Some(tree.pgid()))]);
+    assert_eq!(
+        mcp_mutation(&setup),
+        Err("WORKDIR_RECOVERY_REQUIRED"),
+        "the lock died with the Bridge, the guard did not"
+    );
+    (task, tree)
+}
+
+/// The restarted Bridge interrupted `task` (never re-ran it) and recorded
+/// the reconciliation.
+fn assert_interrupted_by_restart(daemon: &Daemon, task: &str) {
+    let view = daemon.task(task);
+    assert_eq!(view["status"], "interrupted", "{view}");
+    assert_eq!(view["error_code"], "BRIDGE_RESTARTED", "{view}");
+    let reconciled = payloads(daemon, task, "task.reconciled");
+    assert_eq!(
+        reconciled.first().map(|p| &p["error_code"]),
+        Some(&json!("BRIDGE_RESTARTED")),
+        "{reconciled:?}"
+    );
+    let types = daemon.event_types(task);
+    assert_eq!(count(&types, "task.started"), 1, "{types:?}");
+    assert_eq!(count(&types, "turn.started"), 1, "{types:?}");
+    assert_eq!(count(&types, "file_change.started"), 1, "{types:?}");
+}
+
+/// Only one task exists: nothing was resubmitted behind our back.
+fn assert_single_task(setup: &Setup, task: &str) {
+    let (status, stdout, stderr) = setup.run(&["inspect"]);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("tasks: 1 shown"), "{stdout}");
+    assert!(stdout.contains(task), "{stdout}");
+}
+
+fn assert_no_marker(setup: &Setup) {
+    assert!(
+        !setup.work_dir().join("marker.txt").exists(),
+        "the turn was re-run: the marker came back"
+    );
+}
+
+#[test]
+fn a_crash_leaves_a_guard_that_blocks_until_the_orphaned_tree_is_gone() {
+    let setup = Setup::new();
+    let mut daemon = setup.start();
+    let (task, tree) = crash_mid_turn(&mut daemon);
+
+    let restarted = restart(&setup);
+    assert_interrupted_by_restart(&restarted, &task);
+    // The recorded group is alive: the guard stays, for both sides.
+    assert_eq!(guards(&setup), vec![(task.clone(), Some(tree.pgid()))]);
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_RECOVERY_REQUIRED"));
+    assert_eq!(refused_writer(&restarted), "WORKDIR_RECOVERY_REQUIRED");
+    assert_eq!(tree.live_members().len(), 3, "nobody touched the orphan");
+    // Review tasks take no lease and are not blocked.
+    let review = submit_review(&restarted, "fake: complete still readable");
+    restarted.wait_status(&review, "succeeded");
+
+    tree.kill();
+    tree.wait_gone();
+
+    // Lazy reconciliation at the next writer proves the stop and clears.
+    let next = restarted.submit("fake: complete after recovery");
+    let view = restarted.wait_status(&next, "succeeded");
+    assert_eq!(view["final_response"], "after recovery");
+    wait_workdir_free(&setup, "lazy reconciliation");
+    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    assert_eq!(
+        reconciled.last().map(|p| &p["provider_active"]),
+        Some(&json!(false)),
+        "{reconciled:?}"
+    );
+    // Still the restart's verdict, and still one turn.
+    assert_interrupted_by_restart(&restarted, &task);
+    assert_no_marker(&setup);
+}
+
+#[test]
+fn a_restart_alone_clears_the_guard_once_the_orphaned_tree_is_gone() {
+    let setup = Setup::new();
+    let mut daemon = setup.start();
+    let (task, tree) = crash_mid_turn(&mut daemon);
+    tree.kill();
+    tree.wait_gone();
+    assert_eq!(
+        mcp_mutation(&setup),
+        Err("WORKDIR_RECOVERY_REQUIRED"),
+        "only a Bridge may clear a guard"
+    );
+    assert_single_task(&setup, &task);
+
+    let restarted = restart(&setup);
+    assert_eq!(guards(&setup), vec![]);
+    assert_eq!(mcp_mutation(&setup), Ok(()));
+    assert_interrupted_by_restart(&restarted, &task);
+    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    assert_eq!(reconciled.len(), 1, "{reconciled:?}");
+    assert_no_marker(&setup);
+    assert_single_task(&setup, &task);
+}
+
+#[test]
+fn a_restart_keeps_the_guard_of_a_live_orphan_and_a_later_one_clears_it() {
+    let setup = Setup::new();
+    let mut daemon = setup.start();
+    let (task, tree) = crash_mid_turn(&mut daemon);
+
+    let mut restarted = restart(&setup);
+    assert_interrupted_by_restart(&restarted, &task);
+    assert_eq!(guards(&setup), vec![(task.clone(), Some(tree.pgid()))]);
+    assert!(restarted.stop().success(), "{}", restarted.stderr());
+    assert_eq!(tree.live_members().len(), 3, "a shutdown leaves the orphan");
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_RECOVERY_REQUIRED"));
+
+    tree.kill();
+    tree.wait_gone();
+    let again = restart(&setup);
+    assert_eq!(guards(&setup), vec![]);
+    assert_eq!(mcp_mutation(&setup), Ok(()));
+    assert_interrupted_by_restart(&again, &task);
+    assert_no_marker(&setup);
+    assert_single_task(&setup, &task);
+}
+
+#[test]
+fn sigterm_interrupts_the_running_task_and_stops_its_tree() {
+    let setup = Setup::new();
+    let mut daemon = setup.start();
+    let task = daemon.submit("fake: child-tree");
+    let tree = ChildTree::wait_for(&setup, &task);
+    assert!(setup.socket().exists());
+
+    daemon.signal(Signal::TERM);
+    let status = daemon.wait_exit(SHUTDOWN_LIMIT);
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "no exit within {SHUTDOWN_LIMIT:?} of SIGTERM; stderr:\n{}",
+            daemon.stderr()
+        )
+    });
+    assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
+    assert!(!setup.socket().exists(), "the socket file was left behind");
+    assert_eq!(tree.live_members(), Vec::<u32>::new(), "the tree outlived");
+    // The provider was proven stopped: no recovery state is left behind.
+    assert_eq!(guards(&setup), vec![], "{}", daemon.stderr());
+    assert_eq!(mcp_mutation(&setup), Ok(()));
+    tree.wait_gone();
+
+    let restarted = restart(&setup);
+    let view = restarted.task(&task);
+    assert_eq!(view["status"], "interrupted", "{view}");
+    assert_eq!(view["error_code"], "BRIDGE_SHUTDOWN", "{view}");
+    let interrupted = payloads(&restarted, &task, "task.interrupted");
+    assert_eq!(
+        interrupted,
+        vec![json!({ "error_code": "BRIDGE_SHUTDOWN" })]
+    );
+    let types = restarted.event_types(&task);
+    assert_eq!(count(&types, "turn.started"), 1, "{types:?}");
+    assert_eq!(count(&types, "task.reconciled"), 0, "{types:?}");
+}
+
+/// A setup whose daemon inherits every spelling of a proxy variable the
+/// operator's shell might hold, plus the agent proxy endpoint.
+fn leaky_setup() -> Setup {
+    Setup::new()
+        .env("HTTP_PROXY", "http://leak:1")
+        .env("https_proxy", "http://leak:2")
+        .env("ALL_PROXY", "socks5://leak:3")
+        .env("no_proxy", "leak.example")
+        .env("FOO_PROXY_URL", "http://leak:4")
+        .env("SERVERFS_AGENT_PROXY_URL", PROXY_URL)
+}
+
+/// The final response of a `fake: env` review task.
+fn child_environment(setup: &Setup) -> String {
+    let mut daemon = setup.start();
+    let task = submit_review(&daemon, "fake: env");
+    let view = daemon.wait_status(&task, "succeeded");
+    assert!(daemon.stop().success(), "{}", daemon.stderr());
+    let log = daemon.stderr();
+    assert!(
+        !log.contains("proxy.test") && !log.contains("leak"),
+        "the log shows a proxy endpoint:\n{log}"
+    );
+    view["final_response"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_proxied_runtime_sees_exactly_the_agent_proxy() {
+    let setup = leaky_setup().agent("proxy_runtimes", r#"["fake"]"#);
+    assert_eq!(
+        child_environment(&setup),
+        "env: HTTPS_PROXY=<configured>, NO_PROXY=127.0.0.1,localhost,::1"
+    );
+}
+
+#[test]
+fn the_operators_no_proxy_entries_come_first() {
+    let setup = leaky_setup().agent("proxy_runtimes", r#"["fake"]"#).env(
+        "SERVERFS_AGENT_NO_PROXY",
+        " internal.test ;.corp.test,localhost,,",
+    );
+    assert_eq!(
+        child_environment(&setup),
+        "env: HTTPS_PROXY=<configured>, NO_PROXY=internal.test,.corp.test,localhost,127.0.0.1,::1"
+    );
+}
+
+#[test]
+fn an_unproxied_runtime_sees_no_proxy_variable() {
+    assert_eq!(child_environment(&leaky_setup()), "env: none");
+}
+
+#[test]
+fn a_proxied_runtime_without_an_endpoint_refuses_to_start() {
+    let setup = Setup::new()
+        .agent("proxy_runtimes", r#"["fake"]"#)
+        .env("HTTPS_PROXY", "http://leak:2");
+    let mut daemon = setup.spawn();
+    let status = daemon
+        .wait_exit(Duration::from_secs(15))
+        .expect("the daemon exits");
+    assert_eq!(status.code(), Some(2));
+    let log = daemon.stderr();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].starts_with("serverfs-agent-bridge: configuration error: agent.proxy_runtimes: "),
+        "{log}"
+    );
+    assert!(lines[0].contains("SERVERFS_AGENT_PROXY_URL"), "{log}");
+    assert!(!setup.socket().exists());
+    assert_not_created(&setup.state_dir());
+}
+
+/// The daemon refused before touching its state.
+fn assert_not_created(path: &Path) {
+    assert!(!path.exists(), "{} was created", path.display());
+}
