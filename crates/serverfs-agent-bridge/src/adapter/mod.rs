@@ -17,6 +17,7 @@
 //! never carry a host path, a prompt or a secret (ARCHITECTURE.md
 //! invariants 4 and 9).
 
+pub mod codex;
 pub mod fake;
 
 use std::fmt;

@@ -1,0 +1,444 @@
+//! Codex server requests ↔ neutral interactions (spec-adapters.md §2.5).
+//!
+//! Only natively offered decisions are exposed; an unknown decision
+//! variant is never mapped to a neighbour (it is dropped from the offer).
+//! Object-shaped native decisions (e.g. `acceptWithExecpolicyAmendment`)
+//! are parsed without failing and not offered.
+
+use serde_json::{Map, Value, json};
+use serverfs_protocol::bridge::{
+    ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution, FileChange, Question,
+    QuestionOption, QuestionPayload, QuestionResolution, RequestedPermission,
+};
+
+/// What a server request asks of the human, or why it is refused at once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    /// A command, file-change or permission approval.
+    Approval(Box<ApprovalPayload>, ApprovalKind),
+    /// Questions for the human.
+    Question(QuestionPayload),
+    /// Answer the request with this JSON-RPC error, without asking.
+    Refuse {
+        /// JSON-RPC code.
+        code: i64,
+        /// Message for the provider.
+        message: &'static str,
+    },
+    /// Answer with this result without asking (e.g. an empty permission
+    /// set).
+    Answer(Value),
+}
+
+/// Which approval response shape the request needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApprovalKind {
+    /// `{decision}` with a native decision string.
+    Decision,
+    /// `{permissions, scope}` granting a subset of these native entries.
+    Permissions(Map<String, Value>),
+}
+
+/// JSON-RPC "method not found": a request kind the Bridge does not serve.
+pub const UNSUPPORTED: i64 = -32601;
+/// JSON-RPC server error: a request the Bridge refuses.
+pub const REFUSED: i64 = -32000;
+
+fn text(params: &Value, key: &str) -> Option<String> {
+    params.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The neutral decision of a native decision string.
+fn neutral_decision(native: &str) -> Option<ApprovalDecision> {
+    match native {
+        "accept" => Some(ApprovalDecision::ApproveOnce),
+        "acceptForSession" => Some(ApprovalDecision::ApproveSession),
+        "decline" => Some(ApprovalDecision::Deny),
+        "cancel" => Some(ApprovalDecision::CancelTask),
+        _ => None,
+    }
+}
+
+/// The native decision string of a neutral decision.
+pub fn native_decision(decision: ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::ApproveOnce => "accept",
+        ApprovalDecision::ApproveSession => "acceptForSession",
+        ApprovalDecision::Deny => "decline",
+        ApprovalDecision::CancelTask => "cancel",
+    }
+}
+
+/// The offer: native string decisions mapped, deduplicated, in the
+/// neutral order; the spec's default when none is given.
+fn offered(params: &Value) -> Vec<ApprovalDecision> {
+    let native: Vec<ApprovalDecision> = params
+        .get("availableDecisions")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .filter_map(neutral_decision)
+                .collect()
+        })
+        .unwrap_or_default();
+    if native.is_empty() {
+        return vec![
+            ApprovalDecision::ApproveOnce,
+            ApprovalDecision::Deny,
+            ApprovalDecision::CancelTask,
+        ];
+    }
+    ApprovalDecision::ALL
+        .iter()
+        .copied()
+        .filter(|decision| native.contains(decision))
+        .collect()
+}
+
+fn approval(category: ApprovalCategory, title: &str, params: &Value) -> ApprovalPayload {
+    ApprovalPayload {
+        category,
+        title: Some(title.to_owned()),
+        reason: text(params, "reason"),
+        command_display: None,
+        relative_cwd: None,
+        additional_permissions: None,
+        network_approval_context: None,
+        file_changes: None,
+        requested_permissions: None,
+        tool: None,
+        tool_input: None,
+        blocked_path: None,
+        available_decisions: offered(params),
+        approval_advice: None,
+    }
+}
+
+/// Maps one server request. Unknown methods are refused as unsupported so
+/// that the turn never hangs on an unanswered request.
+pub fn ask(method: &str, params: &Value) -> Ask {
+    match method {
+        "item/commandExecution/requestApproval" => {
+            let mut payload = approval(ApprovalCategory::Command, "Codex command approval", params);
+            payload.command_display = match params.get("command") {
+                Some(Value::String(command)) => Some(command.clone()),
+                Some(Value::Array(argv)) => Some(
+                    argv.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => None,
+            };
+            payload.relative_cwd = text(params, "cwd");
+            payload.network_approval_context = params
+                .get("networkApprovalContext")
+                .filter(|v| !v.is_null())
+                .cloned();
+            payload.additional_permissions = params
+                .get("additionalPermissions")
+                .filter(|v| !v.is_null())
+                .cloned();
+            Ask::Approval(Box::new(payload), ApprovalKind::Decision)
+        }
+        "item/fileChange/requestApproval" => {
+            let mut payload = approval(
+                ApprovalCategory::FileChange,
+                "Codex file-change approval",
+                params,
+            );
+            payload.file_changes = text(params, "grantRoot").map(|path| vec![FileChange { path }]);
+            Ask::Approval(Box::new(payload), ApprovalKind::Decision)
+        }
+        "item/permissions/requestApproval" => {
+            let Some(permissions) = params
+                .get("permissions")
+                .and_then(Value::as_object)
+                .filter(|p| !p.is_empty())
+            else {
+                return Ask::Answer(json!({ "permissions": {}, "scope": "turn" }));
+            };
+            let mut payload = approval(
+                ApprovalCategory::ProviderPermission,
+                "Codex permission request",
+                params,
+            );
+            payload.available_decisions = ApprovalDecision::ALL.to_vec();
+            payload.requested_permissions = Some(
+                permissions
+                    .iter()
+                    .map(|(key, details)| RequestedPermission {
+                        permission_id: key.clone(),
+                        kind: key.clone(),
+                        details: details.clone(),
+                    })
+                    .collect(),
+            );
+            Ask::Approval(
+                Box::new(payload),
+                ApprovalKind::Permissions(permissions.clone()),
+            )
+        }
+        "item/tool/requestUserInput" => questions(params),
+        _ => Ask::Refuse {
+            code: UNSUPPORTED,
+            message: "unsupported request",
+        },
+    }
+}
+
+fn questions(params: &Value) -> Ask {
+    let malformed = Ask::Refuse {
+        code: REFUSED,
+        message: "malformed question",
+    };
+    let Some(list) = params.get("questions").and_then(Value::as_array) else {
+        return malformed;
+    };
+    let mut questions = Vec::new();
+    for (index, question) in list.iter().enumerate() {
+        let (Some(id), Some(prompt)) = (text(question, "id"), text(question, "question")) else {
+            return malformed;
+        };
+        if question.get("isSecret").and_then(Value::as_bool) == Some(true) {
+            // A secret must never travel through the task store or a
+            // remote client.
+            return Ask::Refuse {
+                code: REFUSED,
+                message: "secret questions are not supported",
+            };
+        }
+        let options: Vec<QuestionOption> = question
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|options| {
+                options
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(option_index, option)| {
+                        Some(QuestionOption {
+                            option_id: format!("opt_{index}_{option_index}"),
+                            label: text(option, "label")?,
+                            description: text(option, "description"),
+                            preview: None,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let is_other = question.get("isOther").and_then(Value::as_bool) == Some(true);
+        questions.push(Question {
+            question_id: id,
+            prompt,
+            allow_free_text: is_other || options.is_empty(),
+            options,
+            multi_select: false,
+        });
+    }
+    if questions.is_empty() {
+        return malformed;
+    }
+    Ask::Question(QuestionPayload { questions })
+}
+
+/// The native response to an approval.
+pub fn approval_response(kind: &ApprovalKind, resolution: &ApprovalResolution) -> Value {
+    match kind {
+        ApprovalKind::Decision => json!({ "decision": native_decision(resolution.decision) }),
+        ApprovalKind::Permissions(requested) => {
+            let (granted, scope) = match resolution.decision {
+                ApprovalDecision::ApproveOnce => (true, "turn"),
+                ApprovalDecision::ApproveSession => (true, "session"),
+                ApprovalDecision::Deny | ApprovalDecision::CancelTask => (false, "turn"),
+            };
+            let permissions: Map<String, Value> = if granted {
+                requested
+                    .iter()
+                    .filter(|(key, _)| {
+                        resolution.granted_permission_ids.is_empty()
+                            || resolution.granted_permission_ids.contains(key)
+                    })
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect()
+            } else {
+                Map::new()
+            };
+            json!({ "permissions": permissions, "scope": scope })
+        }
+    }
+}
+
+/// The native response to answered questions: per question, the chosen
+/// option labels followed by the free text.
+pub fn question_response(payload: &QuestionPayload, resolution: &QuestionResolution) -> Value {
+    let mut answers = Map::new();
+    for answer in &resolution.answers {
+        let Some(question) = payload
+            .questions
+            .iter()
+            .find(|q| q.question_id == answer.question_id)
+        else {
+            continue;
+        };
+        let mut given: Vec<Value> = answer
+            .selected_option_ids
+            .iter()
+            .filter_map(|id| question.options.iter().find(|o| &o.option_id == id))
+            .map(|option| Value::String(option.label.clone()))
+            .collect();
+        if let Some(text) = answer.text.as_ref().filter(|t| !t.is_empty()) {
+            given.push(Value::String(text.clone()));
+        }
+        answers.insert(answer.question_id.clone(), json!({ "answers": given }));
+    }
+    json!({ "answers": answers })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serverfs_protocol::bridge::QuestionAnswer;
+
+    use super::*;
+
+    #[test]
+    fn offers_only_native_string_decisions() {
+        let params = json!({
+            "command": "pytest -q",
+            "availableDecisions": [
+                "accept",
+                { "acceptWithExecpolicyAmendment": { "execpolicy_amendment": ["pytest"] } },
+                "cancel",
+                "somethingNew"
+            ]
+        });
+        let Ask::Approval(payload, ApprovalKind::Decision) =
+            ask("item/commandExecution/requestApproval", &params)
+        else {
+            panic!("not an approval");
+        };
+        assert_eq!(
+            payload.available_decisions,
+            vec![ApprovalDecision::ApproveOnce, ApprovalDecision::CancelTask]
+        );
+        assert_eq!(payload.command_display.as_deref(), Some("pytest -q"));
+        let default = ask(
+            "item/fileChange/requestApproval",
+            &json!({ "grantRoot": "/w" }),
+        );
+        let Ask::Approval(payload, _) = default else {
+            panic!("not an approval");
+        };
+        assert_eq!(
+            payload.available_decisions,
+            vec![
+                ApprovalDecision::ApproveOnce,
+                ApprovalDecision::Deny,
+                ApprovalDecision::CancelTask
+            ]
+        );
+        assert_eq!(payload.file_changes.unwrap()[0].path, "/w");
+    }
+
+    #[test]
+    fn argv_commands_are_joined() {
+        let Ask::Approval(payload, _) = ask(
+            "item/commandExecution/requestApproval",
+            &json!({ "command": ["cargo", "test"] }),
+        ) else {
+            panic!("not an approval");
+        };
+        assert_eq!(payload.command_display.as_deref(), Some("cargo test"));
+    }
+
+    #[test]
+    fn decisions_map_both_ways() {
+        for decision in ApprovalDecision::ALL {
+            assert_eq!(
+                neutral_decision(native_decision(*decision)),
+                Some(*decision)
+            );
+        }
+    }
+
+    #[test]
+    fn permissions_grant_the_selected_subset_with_a_scope() {
+        let params = json!({ "permissions": { "fileSystem": { "write": ["/w"] }, "network": { "enabled": true } } });
+        let Ask::Approval(payload, kind) = ask("item/permissions/requestApproval", &params) else {
+            panic!("not an approval");
+        };
+        assert_eq!(payload.available_decisions, ApprovalDecision::ALL.to_vec());
+        let resolution = |decision, ids: &[&str]| ApprovalResolution {
+            decision,
+            granted_permission_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        assert_eq!(
+            approval_response(
+                &kind,
+                &resolution(ApprovalDecision::ApproveSession, &["network"])
+            ),
+            json!({ "permissions": { "network": { "enabled": true } }, "scope": "session" })
+        );
+        assert_eq!(
+            approval_response(&kind, &resolution(ApprovalDecision::ApproveOnce, &[]))["permissions"]
+                .as_object()
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            approval_response(&kind, &resolution(ApprovalDecision::Deny, &["network"])),
+            json!({ "permissions": {}, "scope": "turn" })
+        );
+        assert_eq!(
+            ask(
+                "item/permissions/requestApproval",
+                &json!({ "permissions": {} })
+            ),
+            Ask::Answer(json!({ "permissions": {}, "scope": "turn" }))
+        );
+    }
+
+    #[test]
+    fn questions_round_trip_and_secrets_are_refused() {
+        let params = json!({ "questions": [{
+            "id": "q1", "header": "H", "question": "Pick", "isOther": true, "isSecret": false,
+            "options": [{ "label": "A", "description": "first" }, { "label": "B" }]
+        }]});
+        let Ask::Question(payload) = ask("item/tool/requestUserInput", &params) else {
+            panic!("not a question");
+        };
+        assert_eq!(payload.questions[0].options[1].option_id, "opt_0_1");
+        assert!(payload.questions[0].allow_free_text);
+        let resolution = QuestionResolution {
+            answers: vec![QuestionAnswer {
+                question_id: "q1".to_owned(),
+                selected_option_ids: vec!["opt_0_1".to_owned()],
+                text: Some("details".to_owned()),
+            }],
+        };
+        assert_eq!(
+            question_response(&payload, &resolution),
+            json!({ "answers": { "q1": { "answers": ["B", "details"] } } })
+        );
+        let mut secret = params.clone();
+        secret["questions"][0]["isSecret"] = json!(true);
+        assert!(matches!(
+            ask("item/tool/requestUserInput", &secret),
+            Ask::Refuse { code: REFUSED, .. }
+        ));
+        assert!(matches!(
+            ask("item/tool/requestUserInput", &json!({ "questions": [42] })),
+            Ask::Refuse { code: REFUSED, .. }
+        ));
+        assert!(matches!(
+            ask("mcpServer/elicitation/request", &json!({})),
+            Ask::Refuse {
+                code: UNSUPPORTED,
+                ..
+            }
+        ));
+    }
+}
