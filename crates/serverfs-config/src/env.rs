@@ -10,13 +10,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::agent::AgentMode;
+use crate::codex::{self, CodexTransport};
 use crate::error::{ConfigError, SlotProblem, one_line};
 use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
 use crate::model::LogLevel;
 use crate::parse;
 use crate::raw::{
-    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
+    Val,
 };
 use crate::validate;
 
@@ -206,6 +208,7 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
         } else {
             RawProxyRuntimes::Named(Val::default_at(Vec::new(), "SERVERFS_AGENT_USE_PROXY"))
         },
+        codex: codex_globals(env)?,
     };
 
     let http = http_globals(env, paths)?;
@@ -221,6 +224,54 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             "every slot WORKDIR_01 … WORKDIR_{:02} is disabled: set WORKDIR_NN_ALIAS \
              and mount the directory at the slot root",
             limits::SLOT_COUNT
+        ),
+    })
+}
+
+/// The `SERVERFS_CODEX_*` variables, strict like the Bridge's other
+/// settings: a typo aborts the Bridge's start instead of running another
+/// `codex` than the operator meant. Empty means "not set".
+fn codex_globals(env: &Env) -> Result<RawCodex, ConfigError> {
+    let get = |name: &str| env.get(name).map(String::as_str);
+    let transport = match non_empty(get("SERVERFS_CODEX_TRANSPORT")) {
+        None => None,
+        Some(text) => Some(
+            CodexTransport::parse(&text.to_ascii_lowercase()).ok_or_else(|| {
+                ConfigError::InvalidValue {
+                    key: "SERVERFS_CODEX_TRANSPORT".to_owned(),
+                    expected: "one of stdio, daemon",
+                    got: get("SERVERFS_CODEX_TRANSPORT")
+                        .unwrap_or_default()
+                        .to_owned(),
+                }
+            })?,
+        ),
+    };
+    Ok(RawCodex {
+        bin: Val::or_default(
+            non_empty(get("SERVERFS_CODEX_BIN")).map(str::to_owned),
+            codex::DEFAULT_BIN.to_owned(),
+            "SERVERFS_CODEX_BIN",
+        ),
+        home: non_empty(get("SERVERFS_CODEX_HOME"))
+            .map(|home| Val::set(PathBuf::from(home), "SERVERFS_CODEX_HOME")),
+        transport: Val::or_default(
+            transport,
+            CodexTransport::default(),
+            "SERVERFS_CODEX_TRANSPORT",
+        ),
+        autostart: Val::or_default(
+            parse::strict_bool("SERVERFS_CODEX_AUTOSTART", get("SERVERFS_CODEX_AUTOSTART"))?,
+            false,
+            "SERVERFS_CODEX_AUTOSTART",
+        ),
+        request_timeout_seconds: Val::or_default(
+            parse::strict_float(
+                "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+                get("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS"),
+            )?,
+            codex::default_request_timeout_seconds(),
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
         ),
     })
 }

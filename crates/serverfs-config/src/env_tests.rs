@@ -5,8 +5,8 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, ConfigError, LogLevel, ServerSettings, SlotProblem,
-    WorkdirAlias, WorkdirConfig,
+    AgentMode, AgentRuntime, AgentSettings, CodexSettings, CodexTransport, ConfigError, LogLevel,
+    ServerSettings, SlotProblem, WorkdirAlias, WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -40,6 +40,13 @@ fn defaults_match_upstream() {
             peer_uid: None,
             peer_gid: None,
             proxy_runtimes: Vec::new(),
+            codex: CodexSettings {
+                bin: "codex".to_owned(),
+                home: None,
+                transport: CodexTransport::Stdio,
+                autostart: false,
+                request_timeout_ms: 10_000,
+            },
         }
     );
     let mut expected = WorkdirConfig::with_defaults(WorkdirAlias::new("one").unwrap(), root);
@@ -85,6 +92,11 @@ fn every_global_is_read() {
             ("SERVERFS_AGENT_PEER_UID", "1000"),
             ("SERVERFS_AGENT_PEER_GID", "0"),
             ("SERVERFS_AGENT_USE_PROXY", "yes"),
+            ("SERVERFS_CODEX_BIN", " /opt/codex/bin/codex "),
+            ("SERVERFS_CODEX_HOME", "/srv/codex-home"),
+            ("SERVERFS_CODEX_TRANSPORT", " Daemon "),
+            ("SERVERFS_CODEX_AUTOSTART", "on"),
+            ("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", "2.5"),
         ],
     )
     .unwrap();
@@ -120,6 +132,13 @@ fn every_global_is_read() {
             // USE_PROXY: every runtime a workdir allows (here the inherited
             // SERVERFS_AGENT_RUNTIMES).
             proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake],
+            codex: CodexSettings {
+                bin: "/opt/codex/bin/codex".to_owned(),
+                home: Some(PathBuf::from("/srv/codex-home")),
+                transport: CodexTransport::Daemon,
+                autostart: true,
+                request_timeout_ms: 2_500,
+            },
         }
     );
     let w = &config.workdirs[0];
@@ -777,6 +796,123 @@ fn use_proxy_means_every_runtime_some_workdir_allows() {
             .agent
             .proxy_runtimes,
         []
+    );
+}
+
+#[test]
+fn codex_variables_are_strict() {
+    let fx = Fixture::new();
+    let cases = [
+        ("SERVERFS_CODEX_TRANSPORT", "socket", "one of stdio, daemon"),
+        (
+            "SERVERFS_CODEX_AUTOSTART",
+            "maybe",
+            "a boolean (true, false, 1, 0, yes, no, on or off)",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "soon",
+            "a positive number of seconds, such as 10 or 2.5",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "0",
+            "a positive number of seconds, such as 10 or 2.5",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "1e3",
+            "a positive number of seconds, such as 10 or 2.5",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "10s",
+            "a positive number of seconds, such as 10 or 2.5",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "0.05",
+            "a number of seconds from 0.1 to 600",
+        ),
+        (
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+            "601",
+            "a number of seconds from 0.1 to 600",
+        ),
+        ("SERVERFS_CODEX_HOME", "codex-home", "an absolute path"),
+        (
+            "SERVERFS_CODEX_BIN",
+            "bin/codex",
+            "an absolute path, or a bare command name looked up on PATH \
+             (no '/' unless the path is absolute)",
+        ),
+        (
+            "SERVERFS_CODEX_BIN",
+            "co\ndex",
+            "a command name or path without NUL, CR or LF characters",
+        ),
+    ];
+    for (name, value, expected) in cases {
+        assert_eq!(
+            message(slot1(&fx, &[(name, value)])),
+            format!("{name}: expected {expected}, got {value:?}")
+        );
+    }
+    assert_eq!(
+        message(slot1(&fx, &[("SERVERFS_CODEX_AUTOSTART", "true")])),
+        "SERVERFS_CODEX_AUTOSTART: codex_autostart needs SERVERFS_CODEX_TRANSPORT = \"daemon\": \
+         with \"stdio\" the Bridge runs its own app-server for each task, so there is no \
+         daemon to start"
+    );
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                ("SERVERFS_CODEX_TRANSPORT", "stdio"),
+                ("SERVERFS_CODEX_AUTOSTART", "yes")
+            ]
+        )),
+        "SERVERFS_CODEX_AUTOSTART: codex_autostart needs SERVERFS_CODEX_TRANSPORT = \"daemon\": \
+         with \"stdio\" the Bridge runs its own app-server for each task, so there is no \
+         daemon to start"
+    );
+}
+
+#[test]
+fn empty_codex_variables_mean_the_defaults() {
+    let fx = Fixture::new();
+    let config = slot1(
+        &fx,
+        &[
+            ("SERVERFS_CODEX_BIN", ""),
+            ("SERVERFS_CODEX_HOME", " "),
+            ("SERVERFS_CODEX_TRANSPORT", ""),
+            ("SERVERFS_CODEX_AUTOSTART", " "),
+            ("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", ""),
+            // Codex's own variable is the Bridge's business, never read here.
+            ("CODEX_HOME", "/h/.codex"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.agent.codex, CodexSettings::default());
+    let codex = |pairs: &[(&str, &str)]| slot1(&fx, pairs).unwrap().agent.codex;
+    assert_eq!(
+        codex(&[("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", "600")]).request_timeout_ms,
+        600_000
+    );
+    assert_eq!(
+        codex(&[("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", " +.1 ")]).request_timeout_ms,
+        100
+    );
+    assert_eq!(
+        codex(&[
+            ("SERVERFS_CODEX_TRANSPORT", "DAEMON"),
+            ("SERVERFS_CODEX_AUTOSTART", "0")
+        ]),
+        CodexSettings {
+            transport: CodexTransport::Daemon,
+            ..CodexSettings::default()
+        }
     );
 }
 

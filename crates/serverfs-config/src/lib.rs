@@ -60,6 +60,7 @@
 mod agent;
 mod alias;
 mod cli;
+mod codex;
 mod env;
 mod error;
 mod http;
@@ -77,6 +78,7 @@ mod test_support;
 
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
+pub use codex::{CodexSettings, CodexTransport};
 pub use error::{ConfigError, RootProblem, SlotProblem};
 pub use http::{EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, WorkdirConfig};

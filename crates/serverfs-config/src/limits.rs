@@ -83,6 +83,13 @@ pub(crate) const SECONDS_PER_HOUR: u64 = 3_600;
 /// never a real caller.
 pub(crate) const PEER_ID: Bounds = bounds(0, u32::MAX as u64 - 1);
 
+// The Codex runtime (read by serverfs-agent-bridge, ignored by serverfs).
+// One App Server request (thread start, turn start, an approval answer)
+// normally answers in well under a second; the floor keeps a typo such as
+// 0.001 from failing every request, the ten-minute ceiling only catches
+// typos. Configured in seconds, possibly fractional, kept in milliseconds.
+pub(crate) const CODEX_REQUEST_TIMEOUT_MS: Limit = limit(10_000, 100, 600_000);
+
 // HTTP transport. The request timeout bounds one MCP request end to end
 // (the agent tools' long-polls are at most 45 s, so a second is the useful
 // floor); the grace period may be 0 (stop at once).

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::codex::CodexSettings;
 use crate::env;
 use crate::http::HttpSettings;
 use crate::limits;
@@ -202,6 +203,10 @@ pub struct AgentSettings {
     /// name, no duplicates, each allowed by at least one workdir. Default
     /// empty: no runtime uses the proxy.
     pub proxy_runtimes: Vec<AgentRuntime>,
+    /// How the Bridge runs the `codex` runtime: which executable, which
+    /// Codex home, and whether it talks to a per-task `codex app-server`
+    /// child or to the user's managed daemon.
+    pub codex: CodexSettings,
 }
 
 impl Default for AgentSettings {
@@ -227,6 +232,7 @@ impl Default for AgentSettings {
             peer_uid: None,
             peer_gid: None,
             proxy_runtimes: Vec::new(),
+            codex: CodexSettings::default(),
         }
     }
 }

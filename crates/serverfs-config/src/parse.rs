@@ -102,6 +102,33 @@ pub(crate) fn lenient_float(raw: Option<&str>) -> Option<f64> {
     (value.is_finite() && value > 0.0).then_some(value)
 }
 
+/// Strict positive decimal number (seconds in the Bridge's variables):
+/// absent or empty means "not set"; anything but `+?digits[.digits]` or
+/// `+?.digits` (no exponent, `inf` or `nan`), zero or a negative number is
+/// an error naming `key`. Bounds are checked by validation.
+pub(crate) fn strict_float(key: &str, raw: Option<&str>) -> Result<Option<f64>, ConfigError> {
+    let Some(text) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let unsigned = text.strip_prefix('+').unwrap_or(text);
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    // Rust's float parser also takes `1e3`, `inf` and `NaN`; a variable
+    // holding one of those is far more likely a mistake than a duration.
+    let syntax_ok = digits(whole)
+        && digits(fraction)
+        && !(whole.is_empty() && fraction.is_empty())
+        && !unsigned.ends_with('.');
+    match unsigned.parse::<f64>() {
+        Ok(value) if syntax_ok && value > 0.0 && value.is_finite() => Ok(Some(value)),
+        Ok(_) | Err(_) => Err(ConfigError::InvalidValue {
+            key: key.to_owned(),
+            expected: "a positive number of seconds, such as 10 or 2.5",
+            got: raw.unwrap_or_default().to_owned(),
+        }),
+    }
+}
+
 /// Seconds to whole milliseconds, rounding to nearest; saturates on huge
 /// values, which the bounds check then rejects with the variable's name.
 pub(crate) fn seconds_to_ms(seconds: f64) -> i64 {
@@ -230,6 +257,28 @@ mod tests {
         assert_eq!(seconds_to_ms(2.5), 2500);
         assert_eq!(seconds_to_ms(0.0004), 0);
         assert_eq!(seconds_to_ms(1e300), i64::MAX);
+    }
+
+    #[test]
+    fn strict_float_accepts_plain_decimals_only() {
+        assert_eq!(strict_float("K", Some("2.5")), Ok(Some(2.5)));
+        assert_eq!(strict_float("K", Some(" 10 ")), Ok(Some(10.0)));
+        assert_eq!(strict_float("K", Some("+.5")), Ok(Some(0.5)));
+        assert_eq!(strict_float("K", Some("0.001")), Ok(Some(0.001)));
+        assert_eq!(strict_float("K", Some(" ")), Ok(None));
+        assert_eq!(strict_float("K", None), Ok(None));
+        let err = strict_float("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", Some("soon")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS: expected a positive number of seconds, \
+             such as 10 or 2.5, got \"soon\""
+        );
+        for bad in [
+            "0", "0.0", "-1", "-0.5", "1e3", "inf", "NaN", "1.", ".", "+", "1.2.3", "1_0", "10s",
+            "0x10", "- 1",
+        ] {
+            assert!(strict_float("K", Some(bad)).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use crate::agent::AgentMode;
+use crate::codex::CodexTransport;
 use crate::http::HttpAuth;
 use crate::model::LogLevel;
 
@@ -115,6 +116,20 @@ pub(crate) struct RawAgent {
     /// `None`: not configured (the gid is not checked).
     pub peer_gid: Option<Val<i64>>,
     pub proxy_runtimes: RawProxyRuntimes,
+    pub codex: RawCodex,
+}
+
+/// The Codex runtime's settings, as written.
+#[derive(Debug, Clone)]
+pub(crate) struct RawCodex {
+    pub bin: Val<String>,
+    /// `None`: not configured (the Bridge uses Codex's own default home).
+    pub home: Option<Val<PathBuf>>,
+    pub transport: Val<CodexTransport>,
+    pub autostart: Val<bool>,
+    /// In seconds, as written (possibly fractional); validation checks it
+    /// and turns it into milliseconds.
+    pub request_timeout_seconds: Val<f64>,
 }
 
 /// Which runtimes the Bridge routes through the agent proxy, as written.

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::agent::AgentRuntime;
+use crate::codex::{CodexSettings, CodexTransport};
 use crate::http::HttpSettings;
 use crate::limits;
 use crate::model::{AgentSettings, Config, WorkdirConfig};
@@ -10,7 +11,8 @@ use crate::model::{AgentSettings, Config, WorkdirConfig};
 impl Config {
     /// A human-readable, multi-line report of the effective configuration:
     /// server settings, the Agent Bridge (including the settings only the
-    /// Bridge daemon reads), the HTTP transport, then every
+    /// Bridge daemon reads, and the Codex runtime's when some workdir allows
+    /// `codex`), the HTTP transport, then every
     /// workdir with its root, access, hidden and deny policy, binary
     /// transfer, limits and agent policy.
     ///
@@ -60,6 +62,15 @@ impl Config {
             }
         );
         bridge_report(&mut out, a);
+        // The Codex settings matter only where the runtime can run; shown
+        // elsewhere they would suggest Codex is in use when it is not.
+        if self
+            .workdirs
+            .iter()
+            .any(|w| w.agent_runtimes.contains(&AgentRuntime::Codex))
+        {
+            codex_report(&mut out, &a.codex);
+        }
 
         http_report(&mut out, &self.http);
 
@@ -123,6 +134,48 @@ fn bridge_report(out: &mut String, a: &AgentSettings) {
             names.join(", ")
         );
     }
+}
+
+/// The Codex runtime's settings, under the Bridge daemon's (only the Bridge
+/// reads them). Codex's own defaults are named rather than guessed: the
+/// Bridge resolves them from its own environment, not this process's.
+fn codex_report(out: &mut String, c: &CodexSettings) {
+    let _ = writeln!(out, "    codex runtime:");
+    if c.bin.starts_with('/') {
+        let _ = writeln!(out, "      bin: {}", c.bin);
+    } else {
+        let _ = writeln!(out, "      bin: {} (looked up on PATH)", c.bin);
+    }
+    let home = match &c.home {
+        Some(home) => {
+            let _ = writeln!(out, "      home: {}", home.display());
+            home.display().to_string()
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "      home: Codex's default ($CODEX_HOME, else ~/.codex)"
+            );
+            "<codex home>".to_owned()
+        }
+    };
+    match c.transport {
+        CodexTransport::Stdio => {
+            let _ = writeln!(
+                out,
+                "      transport: stdio (a codex app-server child per task)"
+            );
+        }
+        CodexTransport::Daemon => {
+            let _ = writeln!(
+                out,
+                "      transport: daemon via {home}/app-server-control/app-server-control.sock, \
+                 autostart {}",
+                if c.autostart { "on" } else { "off" }
+            );
+        }
+    }
+    let _ = writeln!(out, "      request timeout: {} ms", c.request_timeout_ms);
 }
 
 /// The HTTP transport. Only the token file's path is shown: tokens live in
@@ -310,6 +363,11 @@ agent bridge: enabled
     peer uid: 1000
     peer gid: not checked
     proxy runtimes (1): codex
+    codex runtime:
+      bin: codex (looked up on PATH)
+      home: Codex's default ($CODEX_HOME, else ~/.codex)
+      transport: stdio (a codex app-server child per task)
+      request timeout: 10000 ms
 http:
   bind: stdio only (serve --http ADDR can still listen)
   auth: bearer
@@ -363,6 +421,48 @@ workdirs: 2
         }
         assert!(report.contains("workdirs: 2\n"));
         assert!(report.contains("agent bridge: disabled\n"));
+        // No workdir allows codex: its settings would only mislead.
+        assert!(!report.contains("codex"), "{report}");
+    }
+
+    #[test]
+    fn report_shows_the_codex_daemon_only_where_codex_may_run() {
+        let fx = Fixture::new();
+        fx.mkdir("a");
+        let text = |runtimes: &str| {
+            format!(
+                "[agent]\nenabled = true\nsocket = \"/run/b.sock\"\nlock_dir = \"/run/l\"\n\
+                 codex_bin = \"/opt/codex/bin/codex\"\ncodex_home = \"/srv/codex\"\n\
+                 codex_transport = \"daemon\"\ncodex_autostart = true\n\
+                 codex_request_timeout_seconds = 2.5\n\
+                 [[workdirs]]\nalias = \"a\"\npath = \"a\"\nread_only = false\n\
+                 agent_mode = \"workspace-write\"\nagent_runtimes = {runtimes}\n"
+            )
+        };
+        let report = fx
+            .toml(&text("[\"fake\", \"codex\"]"))
+            .unwrap()
+            .policy_report();
+        let expected = "\
+    proxy runtimes (0): none
+    codex runtime:
+      bin: /opt/codex/bin/codex
+      home: /srv/codex
+      transport: daemon via /srv/codex/app-server-control/app-server-control.sock, autostart on
+      request timeout: 2500 ms
+http:
+";
+        assert!(report.contains(expected), "{report}");
+        let without = fx.toml(&text("[\"fake\"]")).unwrap().policy_report();
+        assert!(!without.contains("codex runtime:"), "{without}");
+
+        let mut config = fx.toml(&text("[\"codex\"]")).unwrap();
+        config.agent.codex.home = None;
+        config.agent.codex.autostart = false;
+        assert!(config.policy_report().contains(
+            "      transport: daemon via <codex home>/app-server-control/app-server-control.sock, \
+             autostart off\n"
+        ));
     }
 
     #[test]

@@ -11,16 +11,19 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 use toml::de::{DeTable, DeValue};
 
 use crate::agent::AgentMode;
+use crate::codex::{self, CodexTransport};
 use crate::env::{native_bridge_paths, native_state_dir, native_token_file};
 use crate::error::{ConfigError, one_line};
 use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::LogLevel;
 use crate::raw::{
-    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
+    Val,
 };
 
 #[derive(Debug, Deserialize)]
@@ -80,6 +83,47 @@ struct AgentToml {
     peer_uid: Option<i64>,
     peer_gid: Option<i64>,
     proxy_runtimes: Option<Vec<String>>,
+    // The Codex runtime (flat keys: the Bridge's other settings are flat too).
+    codex_bin: Option<String>,
+    codex_home: Option<PathBuf>,
+    codex_transport: Option<String>,
+    codex_autostart: Option<bool>,
+    codex_request_timeout_seconds: Option<Seconds>,
+}
+
+/// A duration in seconds written as a TOML integer or float (`10`, `2.5`).
+/// Range and finiteness (`inf`, `nan` are TOML floats) are checked by
+/// validation, with the key.
+#[derive(Debug, Clone, Copy)]
+struct Seconds(f64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Seconds, D::Error> {
+        struct SecondsVisitor;
+
+        impl Visitor<'_> for SecondsVisitor {
+            type Value = Seconds;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number of seconds")
+            }
+
+            // Whole seconds convert exactly up to 2^53, far past any bound.
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Seconds, E> {
+                Ok(Seconds(value as f64))
+            }
+
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Seconds, E> {
+                Ok(Seconds(value as f64))
+            }
+
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Seconds, E> {
+                Ok(Seconds(value))
+            }
+        }
+
+        deserializer.deserialize_any(SecondsVisitor)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -241,7 +285,7 @@ fn into_raw(
         agent_runtimes: Val::or_default(s.agent_runtimes, Vec::new(), "server.agent_runtimes"),
     };
 
-    let agent = agent_table(file.agent, env);
+    let agent = agent_table(file.agent, env)?;
     let http = http_table(file.http, base_dir, env)?;
 
     let workdirs = file
@@ -262,12 +306,22 @@ fn into_raw(
     })
 }
 
-fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> RawAgent {
+fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent, ConfigError> {
     let num = |value: Option<i64>, limit: limits::Limit, name: &str| {
         Val::or_default(value, limit.default_i64(), format!("agent.{name}"))
     };
     let (default_socket, default_lock_dir) = native_bridge_paths(env, a.socket.as_deref());
-    RawAgent {
+    let codex_transport = a
+        .codex_transport
+        .map(|text| {
+            CodexTransport::parse(&text).ok_or(ConfigError::InvalidValue {
+                key: "agent.codex_transport".to_owned(),
+                expected: "one of \"stdio\", \"daemon\"",
+                got: text,
+            })
+        })
+        .transpose()?;
+    Ok(RawAgent {
         enabled: Val::or_default(a.enabled, false, "agent.enabled"),
         socket: Val::or_default(a.socket, default_socket, "agent.socket"),
         timeout_ms: num(a.timeout_ms, limits::BRIDGE_TIMEOUT_MS, "timeout_ms"),
@@ -305,7 +359,28 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> RawAgent {
             Vec::new(),
             "agent.proxy_runtimes",
         )),
-    }
+        codex: RawCodex {
+            bin: Val::or_default(
+                a.codex_bin,
+                codex::DEFAULT_BIN.to_owned(),
+                "agent.codex_bin",
+            ),
+            // Used as written, like every [agent] path: validation refuses a
+            // relative one instead of resolving it against the file.
+            home: a.codex_home.map(|home| Val::set(home, "agent.codex_home")),
+            transport: Val::or_default(
+                codex_transport,
+                CodexTransport::default(),
+                "agent.codex_transport",
+            ),
+            autostart: Val::or_default(a.codex_autostart, false, "agent.codex_autostart"),
+            request_timeout_seconds: Val::or_default(
+                a.codex_request_timeout_seconds.map(|Seconds(s)| s),
+                codex::default_request_timeout_seconds(),
+                "agent.codex_request_timeout_seconds",
+            ),
+        },
+    })
 }
 
 fn http_table(

@@ -4,8 +4,8 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, Config, ConfigError, HttpAuth, HttpSettings, LogLevel,
-    ServerSettings, WorkdirAlias, WorkdirConfig,
+    AgentMode, AgentRuntime, AgentSettings, CodexSettings, CodexTransport, Config, ConfigError,
+    HttpAuth, HttpSettings, LogLevel, ServerSettings, WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -51,6 +51,13 @@ fn minimal_file_gets_every_default() {
                 peer_uid: None,
                 peer_gid: None,
                 proxy_runtimes: Vec::new(),
+                codex: CodexSettings {
+                    bin: "codex".to_owned(),
+                    home: None,
+                    transport: CodexTransport::Stdio,
+                    autostart: false,
+                    request_timeout_ms: 10_000,
+                },
             },
             http: HttpSettings {
                 bind: None,
@@ -133,6 +140,11 @@ result_spool_threshold_bytes = 4096
 peer_uid = 1000
 peer_gid = 0
 proxy_runtimes = ["codex", "acp-zed"]
+codex_bin = "/opt/codex/bin/codex"
+codex_home = "/srv/codex-home"
+codex_transport = "daemon"
+codex_autostart = true
+codex_request_timeout_seconds = 2.5
 
 [[workdirs]]
 alias = "docs"
@@ -189,6 +201,13 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
             // 0 is a real group (root's), not "unset".
             peer_gid: Some(0),
             proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Codex],
+            codex: CodexSettings {
+                bin: "/opt/codex/bin/codex".to_owned(),
+                home: Some(PathBuf::from("/srv/codex-home")),
+                transport: CodexTransport::Daemon,
+                autostart: true,
+                request_timeout_ms: 2_500,
+            },
         }
     );
     assert_eq!(
@@ -345,6 +364,21 @@ fn types_are_strict() {
         ),
         (
             format!(
+                "[agent]\ncodex_request_timeout_seconds = \"10\"\n{}",
+                wd("")
+            ),
+            "agent.codex_request_timeout_seconds: invalid type: string \"10\", expected a number of seconds (line 2)",
+        ),
+        (
+            format!("[agent]\ncodex_autostart = \"true\"\n{}", wd("")),
+            "agent.codex_autostart: invalid type: string \"true\", expected a boolean (line 2)",
+        ),
+        (
+            format!("[agent]\ncodex_bin = [\"codex\"]\n{}", wd("")),
+            "agent.codex_bin: invalid type: sequence, expected a string (line 2)",
+        ),
+        (
+            format!(
                 "[server]\nmax_walk_entries = 99999999999999999999\n{}",
                 wd("")
             ),
@@ -354,6 +388,47 @@ fn types_are_strict() {
     for (text, expected) in cases {
         assert_eq!(message(fx.toml(&text)), expected, "for\n{text}");
     }
+}
+
+#[test]
+fn codex_request_timeout_takes_whole_or_fractional_seconds() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let timeout = |value: &str| {
+        fx.toml(&format!(
+            "[agent]\ncodex_request_timeout_seconds = {value}\n\
+             [[workdirs]]\nalias = \"a\"\npath = \"a\"\n"
+        ))
+        .unwrap()
+        .agent
+        .codex
+        .request_timeout_ms
+    };
+    assert_eq!(timeout("600"), 600_000);
+    assert_eq!(timeout("0.1"), 100);
+    assert_eq!(timeout("12.3456"), 12_346);
+    assert_eq!(timeout("1e1"), 10_000);
+}
+
+#[test]
+fn codex_paths_are_used_as_written() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let config = Config::from_toml_str_with_env(
+        "[agent]\ncodex_bin = \"codex-nightly\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n",
+        fx.path(),
+        // Codex's own default home comes from the Bridge's environment, at
+        // the Bridge: the configuration never fills it in.
+        &env(&[("CODEX_HOME", "/h/.codex"), ("HOME", "/h")]),
+    )
+    .unwrap();
+    assert_eq!(
+        config.agent.codex,
+        CodexSettings {
+            bin: "codex-nightly".to_owned(),
+            ..CodexSettings::default()
+        }
+    );
 }
 
 #[test]

@@ -14,12 +14,15 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::codex::{self, CodexSettings, CodexTransport};
 use crate::error::{ConfigError, RootProblem, one_line};
 use crate::http::{self, HttpSettings};
 use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
+use crate::parse;
 use crate::raw::{
-    RawAgent, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
+    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
+    Val,
 };
 
 /// Turns raw values from any source into a validated [`Config`].
@@ -288,7 +291,73 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
             RawProxyRuntimes::Named(names) => runtime_list(names)?,
             RawProxyRuntimes::EveryListed => Vec::new(),
         },
+        codex: codex_settings(&raw.codex)?,
     })
+}
+
+/// The Codex runtime's settings. Checked whether or not any workdir allows
+/// `codex`, as the Bridge's other settings are, so a typo never waits for
+/// the day the runtime is enabled.
+fn codex_settings(raw: &RawCodex) -> Result<CodexSettings, ConfigError> {
+    if let Some(expected) = codex::bin_problem(&raw.bin.value) {
+        return Err(ConfigError::InvalidValue {
+            key: raw.bin.key.clone(),
+            expected,
+            got: raw.bin.value.clone(),
+        });
+    }
+    // Absolute whether or not the Bridge is enabled (unlike `state_dir`): a
+    // home is only ever written by the operator, the default being resolved
+    // by the Bridge, and a relative one would follow the Bridge's working
+    // directory.
+    if let Some(home) = &raw.home
+        && !home.value.is_absolute()
+    {
+        return Err(ConfigError::InvalidValue {
+            key: home.key.clone(),
+            expected: "an absolute path",
+            got: home.value.display().to_string(),
+        });
+    }
+    if raw.autostart.value && raw.transport.value != CodexTransport::Daemon {
+        return Err(ConfigError::Conflict {
+            key: raw.autostart.key.clone(),
+            reason: format!(
+                "codex_autostart needs {} = \"daemon\": with \"{}\" the Bridge runs its own \
+                 app-server for each task, so there is no daemon to start",
+                raw.transport.key, raw.transport.value
+            ),
+        });
+    }
+    Ok(CodexSettings {
+        bin: raw.bin.value.clone(),
+        home: raw.home.as_ref().map(|home| home.value.clone()),
+        transport: raw.transport.value,
+        autostart: raw.autostart.value,
+        request_timeout_ms: codex_request_timeout_ms(&raw.request_timeout_seconds)?,
+    })
+}
+
+/// A request timeout written in seconds, rounded to milliseconds and
+/// checked there. The refusal quotes seconds, the unit of the key, rather
+/// than the milliseconds the bounds are kept in.
+fn codex_request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
+    let bounds = limits::CODEX_REQUEST_TIMEOUT_MS.bounds;
+    let ms = seconds
+        .value
+        .is_finite()
+        .then(|| parse::seconds_to_ms(seconds.value));
+    match ms.map(u64::try_from) {
+        Some(Ok(ms)) if (bounds.min..=bounds.max).contains(&ms) => Ok(ms),
+        Some(Ok(_) | Err(_)) | None => Err(ConfigError::InvalidValue {
+            key: seconds.key.clone(),
+            // `expected` is static text, so this repeats the bounds in
+            // seconds; `codex_request_timeout_is_bounded_in_seconds` pins
+            // both edges to it.
+            expected: "a number of seconds from 0.1 to 600",
+            got: seconds.value.to_string(),
+        }),
+    }
 }
 
 /// The runtimes routed through the agent proxy, once every workdir's

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
-use crate::{AgentMode, AgentRuntime, Config, ConfigError, RootProblem};
+use crate::{AgentMode, AgentRuntime, CodexTransport, Config, ConfigError, RootProblem};
 
 /// One workdir `a` at `<fixture>/a`, plus `server`, `agent` and `workdir`
 /// extra lines.
@@ -699,6 +699,199 @@ fn proxy_runtime_names_are_checked() {
         message(proxied(&fx, "proxy_runtimes = \"codex\"")),
         "agent.proxy_runtimes: invalid type: string \"codex\", expected an array (line 5)"
     );
+}
+
+#[test]
+fn codex_bin_must_be_absolute_or_a_bare_command_name() {
+    let fx = Fixture::new();
+    let bin = |value: &str| file(&fx, "", &format!("codex_bin = {value}"), "");
+    assert_eq!(bin("\"codex\"").unwrap().agent.codex.bin, "codex");
+    assert_eq!(
+        bin("\"/opt/codex/bin/codex\"").unwrap().agent.codex.bin,
+        "/opt/codex/bin/codex"
+    );
+    let refused = "an absolute path, or a bare command name looked up on PATH \
+                   (no '/' unless the path is absolute)";
+    for (written, got) in [
+        ("\"bin/codex\"", "\"bin/codex\""),
+        ("\"./codex\"", "\"./codex\""),
+        ("\"../tools/codex\"", "\"../tools/codex\""),
+    ] {
+        let err = bin(written).unwrap_err();
+        assert_eq!(err.key().as_deref(), Some("agent.codex_bin"));
+        assert_eq!(
+            err.to_string(),
+            format!("agent.codex_bin: expected {refused}, got {got}")
+        );
+    }
+    for written in ["\"\"", "\"  \""] {
+        assert_eq!(
+            message(bin(written)),
+            format!(
+                "agent.codex_bin: expected a command name or an absolute path, \
+                 not an empty one, got {written}"
+            )
+        );
+    }
+    for (written, got) in [
+        ("\"co\\u0000dex\"", "\"co\\0dex\""),
+        ("\"codex\\n\"", "\"codex\\n\""),
+        ("\"/usr/bin/codex\\r\"", "\"/usr/bin/codex\\r\""),
+    ] {
+        assert_eq!(
+            message(bin(written)),
+            format!(
+                "agent.codex_bin: expected a command name or path without NUL, CR or LF \
+                 characters, got {got}"
+            )
+        );
+    }
+}
+
+#[test]
+fn codex_home_must_be_absolute_when_set() {
+    let fx = Fixture::new();
+    let home = |value: &str| file(&fx, "", &format!("codex_home = \"{value}\""), "");
+    assert_eq!(
+        home("/srv/codex").unwrap().agent.codex.home,
+        Some(PathBuf::from("/srv/codex"))
+    );
+    for relative in [".codex", "home/.codex", "~/.codex", ""] {
+        assert_eq!(
+            message(home(relative)),
+            format!("agent.codex_home: expected an absolute path, got {relative:?}")
+        );
+    }
+    // With the Bridge on as well: the rule does not depend on it.
+    assert_eq!(
+        message(file(
+            &fx,
+            "",
+            &format!("{BRIDGE}\ncodex_home = \"rel\""),
+            ""
+        )),
+        "agent.codex_home: expected an absolute path, got \"rel\""
+    );
+}
+
+#[test]
+fn codex_transport_spelling_is_exact() {
+    let fx = Fixture::new();
+    let transport = |value: &str| file(&fx, "", &format!("codex_transport = \"{value}\""), "");
+    assert_eq!(
+        transport("stdio").unwrap().agent.codex.transport,
+        CodexTransport::Stdio
+    );
+    assert_eq!(
+        transport("daemon").unwrap().agent.codex.transport,
+        CodexTransport::Daemon
+    );
+    for bad in ["Daemon", "socket", "", " stdio"] {
+        assert_eq!(
+            message(transport(bad)),
+            format!("agent.codex_transport: expected one of \"stdio\", \"daemon\", got {bad:?}")
+        );
+    }
+}
+
+#[test]
+fn codex_autostart_needs_the_daemon_transport() {
+    let fx = Fixture::new();
+    let codex = |lines: &str| file(&fx, "", lines, "");
+    let refused = "agent.codex_autostart: codex_autostart needs agent.codex_transport = \
+                   \"daemon\": with \"stdio\" the Bridge runs its own app-server for each \
+                   task, so there is no daemon to start";
+    assert_eq!(message(codex("codex_autostart = true")), refused);
+    assert_eq!(
+        message(codex("codex_transport = \"stdio\"\ncodex_autostart = true")),
+        refused
+    );
+    let err = codex("codex_autostart = true").unwrap_err();
+    assert_eq!(err.key().as_deref(), Some("agent.codex_autostart"));
+    let on = codex("codex_transport = \"daemon\"\ncodex_autostart = true").unwrap();
+    assert_eq!(
+        (on.agent.codex.transport, on.agent.codex.autostart),
+        (CodexTransport::Daemon, true)
+    );
+    assert!(
+        !codex("codex_autostart = false")
+            .unwrap()
+            .agent
+            .codex
+            .autostart
+    );
+    assert!(
+        !codex("codex_transport = \"daemon\"")
+            .unwrap()
+            .agent
+            .codex
+            .autostart
+    );
+}
+
+#[test]
+fn codex_request_timeout_is_bounded_in_seconds() {
+    let fx = Fixture::new();
+    let timeout = |value: &str| {
+        file(
+            &fx,
+            "",
+            &format!("codex_request_timeout_seconds = {value}"),
+            "",
+        )
+    };
+    for (ok, ms) in [
+        ("0.1", 100),
+        ("600", 600_000),
+        ("600.0", 600_000),
+        ("10", 10_000),
+    ] {
+        assert_eq!(
+            timeout(ok).unwrap().agent.codex.request_timeout_ms,
+            ms,
+            "{ok}"
+        );
+    }
+    for (bad, got) in [
+        ("0.05", "0.05"),
+        ("0", "0"),
+        ("-1", "-1"),
+        ("600.5", "600.5"),
+        ("601", "601"),
+        ("inf", "inf"),
+        ("nan", "NaN"),
+        ("-0.0", "-0"),
+    ] {
+        let err = timeout(bad).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "agent.codex_request_timeout_seconds: expected a number of seconds \
+                 from 0.1 to 600, got {got:?}"
+            ),
+            "{bad}"
+        );
+        assert_eq!(
+            err.key().as_deref(),
+            Some("agent.codex_request_timeout_seconds")
+        );
+    }
+}
+
+#[test]
+fn codex_settings_are_checked_even_where_no_workdir_allows_codex() {
+    // Bridge off, no agent anywhere: a typo still never waits for the day
+    // the runtime is enabled (the Bridge's other settings behave the same).
+    let fx = Fixture::new();
+    assert!(file(&fx, "", "codex_bin = \"bin/codex\"", "").is_err());
+    let allowed = file(
+        &fx,
+        "",
+        BRIDGE,
+        "read_only = false\nagent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]",
+    )
+    .unwrap();
+    assert_eq!(allowed.agent.codex, crate::CodexSettings::default());
 }
 
 #[test]

@@ -4,15 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serverfs_agent_bridge::ProxyPolicy;
 use serverfs_agent_bridge::adapter::Adapter;
+use serverfs_agent_bridge::adapter::codex::{
+    CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport,
+};
 use serverfs_agent_bridge::adapter::fake::{FAKE_RUNTIME, FakeAdapter};
 use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings};
-use serverfs_config::{AgentRuntime, Config, select_source};
+use serverfs_config::{AgentRuntime, CodexSettings, Config, select_source};
 use serverfs_lease::{ArtifactAccess, LeaseId};
 
 use super::proxy_env::{self, ProxyEndpoint};
@@ -26,6 +29,9 @@ pub struct BridgeConfig {
     /// Runtime names any agent-enabled workdir allows, sorted.
     pub runtimes: Vec<String>,
     proxy: ProxyEndpoint,
+    /// The resolved `codex` executable and Codex home, when `codex` is
+    /// enabled.
+    codex: Option<(PathBuf, PathBuf)>,
 }
 
 /// Loads the operator's configuration for the Bridge.
@@ -64,13 +70,21 @@ pub fn load(
         .collect();
     runtimes.sort_unstable();
     runtimes.dedup();
-    if let Some(missing) = runtimes.iter().find(|name| name.as_str() != FAKE_RUNTIME) {
+    if let Some(missing) = runtimes
+        .iter()
+        .find(|name| ![FAKE_RUNTIME, CODEX_RUNTIME].contains(&name.as_str()))
+    {
         return Err(format!(
             "agent_runtimes: runtime {missing} is not provided by this build of the Agent \
-             Bridge (available: {FAKE_RUNTIME})"
+             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME})"
         ));
     }
     let proxy = proxy_env::read(env)?;
+    let codex = if runtimes.iter().any(|name| name == CODEX_RUNTIME) {
+        Some(codex_paths(&agent.codex, env)?)
+    } else {
+        None
+    };
     if proxy.url.is_none()
         && let Some(runtime) = agent.proxy_runtimes.first()
     {
@@ -84,8 +98,64 @@ pub fn load(
         state_dir: agent.state_dir.clone(),
         runtimes,
         proxy,
+        codex,
         config,
     })
+}
+
+/// Where the `codex` executable and Codex's home are, resolved once at
+/// start-up: the configured absolute path or the first executable match on
+/// `PATH`; the configured home, else `$CODEX_HOME`, else `~/.codex` (Codex's
+/// own default).
+fn codex_paths(
+    codex: &CodexSettings,
+    env: &BTreeMap<String, String>,
+) -> Result<(PathBuf, PathBuf), String> {
+    let bin = if Path::new(&codex.bin).is_absolute() {
+        PathBuf::from(&codex.bin)
+    } else {
+        env.get("PATH")
+            .into_iter()
+            .flat_map(|path| path.split(':'))
+            .filter(|dir| Path::new(dir).is_absolute())
+            .map(|dir| Path::new(dir).join(&codex.bin))
+            .find(|candidate| is_executable(candidate))
+            .ok_or_else(|| {
+                format!(
+                    "agent.codex_bin: {} was not found on PATH; install Codex or set \
+                     codex_bin to its absolute path",
+                    codex.bin
+                )
+            })?
+    };
+    if !is_executable(&bin) {
+        return Err("agent.codex_bin: not an executable file".to_owned());
+    }
+    let home = codex
+        .home
+        .clone()
+        .or_else(|| {
+            env.get("CODEX_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        })
+        .or_else(|| {
+            env.get("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|home| home.join(".codex"))
+        })
+        .ok_or_else(|| {
+            "agent.codex_home: not set, and neither CODEX_HOME nor HOME is an absolute path"
+                .to_owned()
+        })?;
+    Ok((bin, home))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 impl BridgeConfig {
@@ -143,11 +213,29 @@ impl BridgeConfig {
             let policy = self.proxy_policy(name);
             let adapter: Arc<dyn Adapter> = match name.as_str() {
                 FAKE_RUNTIME => Arc::new(FakeAdapter::with_proxy(policy)),
+                CODEX_RUNTIME => Arc::new(CodexAdapter::new(self.codex_config(policy)?)),
                 _ => return None,
             };
             Some(adapter)
         });
         Runtimes::new(adapters)
+    }
+
+    fn codex_config(&self, proxy: ProxyPolicy) -> Option<CodexConfig> {
+        let (bin, home) = self.codex.clone()?;
+        let codex = &self.config.agent.codex;
+        Some(CodexConfig {
+            bin,
+            home,
+            transport: match codex.transport {
+                serverfs_config::CodexTransport::Stdio => CodexTransport::Stdio,
+                serverfs_config::CodexTransport::Daemon => CodexTransport::Daemon {
+                    autostart: codex.autostart,
+                },
+            },
+            request_timeout: std::time::Duration::from_millis(codex.request_timeout_ms),
+            proxy,
+        })
     }
 
     fn proxy_policy(&self, runtime: &str) -> ProxyPolicy {

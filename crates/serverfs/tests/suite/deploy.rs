@@ -54,6 +54,10 @@ const NOT_PASSED: &[(&str, &str)] = &[
         "the Agent Bridge is not part of the base deployment",
     ),
     (
+        "SERVERFS_CODEX_",
+        "read by the Agent Bridge only, which is not part of the base deployment",
+    ),
+    (
         "SERVERFS_HTTP_BIND",
         "the image's command line sets the listener",
     ),
