@@ -110,9 +110,21 @@ fn a_runtime_this_build_lacks_is_refused() {
     let setup = Setup::new().without_workdirs().workdir(Workdir::new(
         "demo",
         "workspace-write",
+        &["claude"],
+    ));
+    assert_config_error(&setup, "claude", &[]);
+}
+
+/// The daemon's PATH holds no `codex`: enabling the runtime names the
+/// missing executable at start-up instead of failing every task later.
+#[test]
+fn a_codex_runtime_without_its_executable_is_refused() {
+    let setup = Setup::new().without_workdirs().workdir(Workdir::new(
+        "demo",
+        "workspace-write",
         &["codex"],
     ));
-    assert_config_error(&setup, "codex", &[]);
+    assert_config_error(&setup, "codex_bin", &[]);
 }
 
 #[test]
