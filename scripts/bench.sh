@@ -3,8 +3,19 @@
 # server in one run and prints one table. Installs what it needs: Debian's
 # ripgrep and the reference server from the npm registry (into target/).
 # Extra arguments go to serverfs-bench (e.g. --quick, --runs 7).
+#
+# `scripts/bench.sh bridge [--quick]` benchmarks the Agent Bridge daemon
+# instead (RPC round trips and submit -> first event over its socket); it
+# needs nothing but the workspace, and takes serverfs-bench's `bridge`
+# options (--clients, --calls, --submits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = bridge ]; then
+  shift
+  cargo build --release -q -p serverfs-agent-bridge -p serverfs-bench
+  exec target/release/serverfs-bench bridge "$@"
+fi
 
 if ! command -v rg >/dev/null; then
   apt-get update -qq && apt-get install -y -qq ripgrep

@@ -6,7 +6,12 @@
 //! of them; B — one 256 MiB log of ~3 million lines. Each figure is the
 //! median of `--runs` alternating runs (ServerFS, then the peer, then
 //! ServerFS…), so drift on the machine affects both sides alike.
+//!
+//! `serverfs-bench bridge` measures the Agent Bridge daemon instead: RPC
+//! round trips and submit → first event over its real socket, against a
+//! `runtime.list` baseline measured in the same run (see `bridge.rs`).
 
+mod bridge;
 mod corpus;
 mod mcp;
 mod measure;
@@ -15,12 +20,18 @@ mod report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 /// Command line.
 #[derive(Debug, Parser)]
-#[command(about = "Benchmark ServerFS against rg and the reference MCP filesystem server")]
+#[command(
+    about = "Benchmark ServerFS against rg and the reference MCP filesystem server",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Args {
+    /// Another benchmark instead of the default one.
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
     /// Where the corpora live (generated on first use).
     #[arg(long, default_value = "target/bench-corpus")]
     pub corpus: PathBuf,
@@ -45,6 +56,38 @@ pub struct Args {
     pub quick: bool,
 }
 
+/// Benchmarks other than the default ServerFS one.
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// The Agent Bridge daemon: task.get round trips and submit → first
+    /// event over its Unix socket, 1 and N concurrent clients, against a
+    /// runtime.list baseline and a raw socket echo.
+    Bridge(BridgeArgs),
+}
+
+/// `serverfs-bench bridge` options.
+#[derive(Debug, clap::Args)]
+pub struct BridgeArgs {
+    /// The serverfs-agent-bridge binary to measure.
+    #[arg(long, default_value = "target/release/serverfs-agent-bridge")]
+    pub bridge: PathBuf,
+    /// Concurrent clients of the second set of figures (1..=64), each on
+    /// its own connection.
+    #[arg(long, default_value_t = 50)]
+    pub clients: usize,
+    /// Round trips per client per method (default 2,000; 200 with
+    /// --quick).
+    #[arg(long)]
+    pub calls: Option<usize>,
+    /// Tasks each client submits for submit → first event (default 20; 5
+    /// with --quick).
+    #[arg(long)]
+    pub submits: Option<usize>,
+    /// Fewer calls and submissions, for a fast look.
+    #[arg(long)]
+    pub quick: bool,
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -57,9 +100,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(measure::run(&args)) {
-        Ok(rows) => {
-            print!("{}", report::table(&rows));
+    let measured = match &args.mode {
+        Some(Mode::Bridge(bridge)) => runtime
+            .block_on(bridge::run(bridge))
+            .map(|rows| report::table(&rows, "Bridge", "baseline")),
+        None => runtime
+            .block_on(measure::run(&args))
+            .map(|rows| report::table(&rows, "ServerFS", "peer")),
+    };
+    match measured {
+        Ok(table) => {
+            print!("{table}");
             ExitCode::SUCCESS
         }
         Err(e) => {

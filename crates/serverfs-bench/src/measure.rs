@@ -292,7 +292,8 @@ fn millis(d: &Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn percentile(samples: &[Duration], p: f64) -> f64 {
+/// The `p` quantile of `samples` (nearest rank), in milliseconds.
+pub(crate) fn percentile(samples: &[Duration], p: f64) -> f64 {
     let mut ms: Vec<f64> = samples.iter().map(millis).collect();
     ms.sort_by(f64::total_cmp);
     if ms.is_empty() {

@@ -1,12 +1,13 @@
 //! The printed table.
 
-/// One figure: ServerFS's value, the peer's, and how to show them.
+/// One figure: the measured side's value, the peer's, and how to show them.
 pub struct Row {
     /// What was measured.
     pub figure: String,
-    /// ServerFS's value.
+    /// The measured side's value (ServerFS, or the Agent Bridge in `bridge`
+    /// mode).
     pub serverfs: f64,
-    /// The peer's value, when measured.
+    /// The peer's (or baseline's) value, when measured.
     pub peer: Option<f64>,
     /// Unit shown after values.
     pub unit: &'static str,
@@ -14,22 +15,36 @@ pub struct Row {
     pub target: &'static str,
 }
 
-/// Renders the rows as a Markdown table (ratio = ServerFS / peer).
-pub fn table(rows: &[Row]) -> String {
+/// Renders the rows as a Markdown table headed `ours` and `peer` (ratio =
+/// ours / peer).
+pub fn table(rows: &[Row], ours: &str, peer: &str) -> String {
     let mut out =
-        String::from("| figure | ServerFS | peer | ratio | target |\n|---|---:|---:|---:|---|\n");
+        format!("| figure | {ours} | {peer} | ratio | target |\n|---|---:|---:|---:|---|\n");
     for row in rows {
         let peer = row
             .peer
-            .map_or_else(|| "-".to_owned(), |p| format!("{p:.2} {}", row.unit));
+            .map_or_else(|| "-".to_owned(), |p| format!("{} {}", number(p), row.unit));
         let ratio = row
             .peer
             .filter(|p| *p > 0.0)
             .map_or_else(|| "-".to_owned(), |p| format!("{:.2}", row.serverfs / p));
         out.push_str(&format!(
-            "| {} | {:.2} {} | {peer} | {ratio} | {} |\n",
-            row.figure, row.serverfs, row.unit, row.target
+            "| {} | {} {} | {peer} | {ratio} | {} |\n",
+            row.figure,
+            number(row.serverfs),
+            row.unit,
+            row.target
         ));
     }
     out
+}
+
+/// Two decimals, or three below 0.1 so that a microsecond figure shown in
+/// milliseconds (a socket round trip) keeps a significant digit.
+fn number(value: f64) -> String {
+    if value != 0.0 && value.abs() < 0.1 {
+        format!("{value:.3}")
+    } else {
+        format!("{value:.2}")
+    }
 }

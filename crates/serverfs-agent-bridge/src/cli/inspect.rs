@@ -3,8 +3,10 @@
 //! statuses, aliases, relative paths, codes and times — never a prompt, an
 //! answer, a response, a provider-native id or a host path.
 //!
-//! Safe while the Bridge runs: SQLite in WAL mode lets this read beside
-//! the daemon, and recovery guards are only read.
+//! Safe while the Bridge runs: the database is opened read-only (SQLite's
+//! WAL lets it read beside the daemon; no migration, no write, no sweep of
+//! result files the daemon may be writing), and recovery guards are only
+//! read.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,7 +45,7 @@ pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: 
 fn read_tasks(config: &bridge_config::BridgeConfig, limit: u32) -> Result<Vec<TaskRecord>, String> {
     let state =
         StateDir::open(&config.state_dir).map_err(|e| format!("{}: {e}", e.code().as_str()))?;
-    let store = Store::open(state, config.settings.limits.clone())
+    let store = Store::open_read_only(state, config.settings.limits.clone())
         .map_err(|e| format!("{}: {e}", e.code().as_str()))?;
     let tasks = store
         .call_blocking(move |db| db.list_recent_tasks(limit))

@@ -68,13 +68,29 @@ impl Store {
     /// database files are re-checked after SQLite opened them) and
     /// [`StoreError::Database`].
     pub fn open(state: StateDir, limits: StoreLimits) -> Result<Store, StoreError> {
+        Store::start(state, limits, Access::ReadWrite)
+    }
+
+    /// Opens an existing store for reading only, beside a running Bridge
+    /// (`inspect`): no migration, no spool sweep, no write of any kind —
+    /// the live Bridge may be writing a result file that no row names yet.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::open`]; [`StoreError::SchemaUnknown`] for a database at
+    /// another schema version.
+    pub fn open_read_only(state: StateDir, limits: StoreLimits) -> Result<Store, StoreError> {
+        Store::start(state, limits, Access::ReadOnly)
+    }
+
+    fn start(state: StateDir, limits: StoreLimits, access: Access) -> Result<Store, StoreError> {
         limits.validate()?;
         let (sender, receiver) = mpsc::channel::<Message>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StoreError>>(1);
         thread::Builder::new()
             .name("bridge-store".to_owned())
             .spawn(move || {
-                let db = match Db::open(state, limits) {
+                let db = match Db::open(state, limits, access) {
                     Ok(db) => {
                         let _ = ready_tx.send(Ok(()));
                         db
@@ -186,12 +202,35 @@ fn serve(mut db: Db, receiver: &mpsc::Receiver<Message>) {
     }
 }
 
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// The Bridge's own store.
+    ReadWrite,
+    /// A reader beside the Bridge.
+    ReadOnly,
+}
+
 impl Db {
-    fn open(state: StateDir, limits: StoreLimits) -> Result<Db, StoreError> {
+    fn open(state: StateDir, limits: StoreLimits, access: Access) -> Result<Db, StoreError> {
         // No URI parsing, no creation: `StateDir` created the file 0600.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = match access {
+            Access::ReadWrite => OpenFlags::SQLITE_OPEN_READ_WRITE,
+            Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(state.database_path(), flags)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        if access == Access::ReadOnly {
+            let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+            if found != schema::SCHEMA_VERSION {
+                return Err(StoreError::SchemaUnknown);
+            }
+            return Ok(Db {
+                conn,
+                limits,
+                state,
+            });
+        }
         // WAL: readers never block the writer and a crash leaves either the
         // committed transaction or nothing (ARCHITECTURE.md invariant 8).
         let mode: String =

@@ -626,3 +626,45 @@ fn error_codes_are_stable() {
     let value: Value = serde_json::to_value(BridgeErrorCode::RequestStale).unwrap();
     assert_eq!(value, json!("REQUEST_STALE"));
 }
+
+/// `inspect` reads beside a live Bridge: the read-only store sees the
+/// tasks, refuses every write, and never sweeps a result file that no row
+/// names yet (the Bridge may be writing it at that moment).
+#[test]
+fn a_read_only_store_reads_and_never_writes_or_sweeps() {
+    let fixture = Fixture::new();
+    let task = fixture.task();
+    // The name of a result the Bridge is writing right now.
+    let in_flight = fixture
+        .state()
+        .join("results")
+        .join(format!(".{}.0123456789abcdef.tmp", task.task_id));
+    std::fs::write(&in_flight, "partial").unwrap();
+
+    let reader = Store::open_read_only(
+        StateDir::open(fixture.state()).unwrap(),
+        StoreLimits::default(),
+    )
+    .unwrap();
+    let id = task.task_id.clone();
+    assert_eq!(
+        reader
+            .call_blocking(move |db| db.get_task(&id))
+            .unwrap()
+            .task_id,
+        task.task_id
+    );
+    let new = new_task(None);
+    let refused = reader.call_blocking(move |db| db.create_task(&new, T0));
+    assert!(
+        matches!(refused, Err(StoreError::Database(_))),
+        "{refused:?}"
+    );
+    assert!(
+        in_flight.exists(),
+        "the reader swept a file it does not own"
+    );
+    reader.close().unwrap();
+    // The writer is unaffected.
+    fixture.task();
+}
