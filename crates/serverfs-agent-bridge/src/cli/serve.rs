@@ -143,7 +143,9 @@ fn init_logging(level: &str) {
     let _ = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
-        .with_current_span(false)
+        // The request span (method, request_id) is printed with each event
+        // inside it, so every outcome line says which request it was.
+        .with_current_span(true)
         .with_span_list(false)
         .with_target(false)
         .with_ansi(false)
