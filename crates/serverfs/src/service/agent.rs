@@ -11,7 +11,8 @@
 //!   operator has since disabled cannot be driven any more.
 //! * `get_agent_task` and `read_agent_task_events` may long-poll
 //!   (`wait_seconds`, at most 45): they answer as soon as the task or its
-//!   event cursor moves.
+//!   event cursor moves — and `get_agent_task` at once when the task
+//!   waits for the client's own answer, which no wait can bring.
 //! * A Bridge that cannot be reached is `AGENT_BRIDGE_UNAVAILABLE` within
 //!   the configured timeout, never a hang.
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serverfs_config::{AgentMode, AgentRuntime, AgentSettings};
-use serverfs_fs::EntryKind;
+use serverfs_fs::{EntryKind, FsError};
 use serverfs_protocol::ErrorCode;
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use serverfs_protocol::bridge::{
@@ -222,13 +223,17 @@ impl AgentService {
             .map_err(|e| ToolError::fs(e, alias, path))?;
         audit.set(|a| a.path = Some(cwd.as_string()));
         let entry = run_blocking(&workdir, &cwd, |w, p| w.fs.stat(p)).await?;
-        if entry.kind != EntryKind::Directory {
-            return Err(ToolError {
+        match entry.kind {
+            EntryKind::Directory => Ok(cwd.as_string()),
+            // `stat` describes a final symlink instead of following it; as
+            // a working directory it would be followed, so it is refused
+            // with the code every directory-opening tool gives it.
+            EntryKind::Symlink => Err(ToolError::fs(FsError::Symlink, alias, &cwd.as_string())),
+            EntryKind::File | EntryKind::Other => Err(ToolError {
                 code: ErrorCode::NotADirectory.into(),
                 message: format!("{alias}:{} is not a directory", cwd.as_string()),
-            });
+            }),
         }
-        Ok(cwd.as_string())
     }
 
     /// Reads the task and re-checks its workdir and runtime against the
@@ -283,7 +288,9 @@ impl AgentService {
     ) -> Result<TaskView, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
         let first = self.authorized_task(&params.task_id, audit).await?;
-        if first.status.is_terminal() {
+        // Nothing will change while the task waits for this client's answer
+        // (or after it ended): answer at once rather than hold the caller.
+        if first.status.is_terminal() || first.pending_request_id.is_some() {
             return Ok(first);
         }
         let mut latest = first.clone();

@@ -1,5 +1,7 @@
 //! Spawning the real binary and talking MCP to it.
 
+pub mod bridge;
+
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

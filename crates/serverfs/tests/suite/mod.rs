@@ -1,3 +1,5 @@
+mod agent_lease;
+mod agent_tools;
 mod binary;
 mod concurrency;
 mod config_errors;

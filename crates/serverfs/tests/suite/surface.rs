@@ -10,7 +10,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 /// Compares `tools/list` with a committed fixture (rewritten under
 /// `UPDATE_SCHEMA=1`).
-fn assert_fixture(server: &Server, name: &str) {
+pub(super) fn assert_fixture(server: &Server, name: &str) {
     let path = format!("{FIXTURES}/{name}");
     let actual = serde_json::to_value(server.tools()).unwrap();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
@@ -30,7 +30,7 @@ fn assert_fixture(server: &Server, name: &str) {
 
 /// `(name, readOnly, destructive, idempotent)` in listing order; every
 /// tool is closed-world.
-const BASE_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
+pub(super) const BASE_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
     ("list_workdirs", true, None, None),
     ("list_directory", true, None, None),
     ("find_files", true, None, None),
