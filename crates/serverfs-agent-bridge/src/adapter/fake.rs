@@ -1,8 +1,8 @@
 //! The deterministic fake runtime (spec-agent-bridge.md §9.3): a test and
 //! demo adapter driven by directives in the prompt. It exercises every
-//! path of the core (events, approvals, queued approvals, questions,
-//! steering, failures, file writes, a real process tree and its
-//! termination) without any provider.
+//! path of the core (events, approvals, exact-option approvals, queued
+//! approvals, questions, steering, failures, file writes, a real process
+//! tree and its termination) without any provider.
 //!
 //! # Directive grammar
 //!
@@ -15,6 +15,7 @@
 //! |---|---|---|
 //! | `fake: complete <text>` | nothing | `<text>` |
 //! | `fake: approval [<summary>]` | one `command` approval, all four decisions | `approved: <summary>` or `denied: <summary>`; `cancel_task` cancels the turn |
+//! | `fake: options` | one `other` approval, all four decisions, and three exact options: `opt-allow-once` "Allow once" (`allow_once`), `opt-allow-always` "Always allow" (`allow_always`), `opt-reject` "Reject" (`reject_once`) | `option=<option_id>`; `cancel_task` cancels the turn |
 //! | `fake: two-approvals` | two approvals requested concurrently (the host queues them) | `approvals=<d1>,<d2>` |
 //! | `fake: question [<text>]` | one question `q1`, options `a`/`A`, `b`/`B`, free text allowed | `answers=<resolution JSON>` |
 //! | `fake: wait <ms>` | sleeps; cancel interrupts it | — |
@@ -43,9 +44,10 @@ use std::time::Duration;
 
 use rustix::fs::{FileType, Mode, OFlags};
 use serverfs_protocol::bridge::{
-    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution,
-    BridgeErrorCode, CatalogScope, CatalogStatus, EventPayload, InFlightRecovery, ModelCatalog,
-    ModelDiscovery, Question, QuestionOption, QuestionPayload, ReconcileStatus,
+    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
+    ApprovalPayload, ApprovalResolution, BridgeErrorCode, CatalogScope, CatalogStatus,
+    EventPayload, InFlightRecovery, ModelCatalog, ModelDiscovery, Question, QuestionOption,
+    QuestionPayload, ReconcileStatus,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
@@ -93,6 +95,8 @@ pub enum Directive {
     Complete(String),
     /// `approval [<summary>]`.
     Approval(String),
+    /// `options`.
+    Options,
     /// `two-approvals`.
     TwoApprovals,
     /// `question [<text>]`.
@@ -163,6 +167,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AdapterError> {
     match verb {
         "complete" => Ok(Directive::Complete(rest.to_owned())),
         "approval" => Ok(Directive::Approval(or_default(rest, DEFAULT_COMMAND))),
+        "options" => no_argument(Directive::Options),
         "two-approvals" => no_argument(Directive::TwoApprovals),
         "question" => Ok(Directive::Question(or_default(rest, DEFAULT_QUESTION))),
         "wait" => rest
@@ -465,6 +470,27 @@ impl Turn {
                     ApprovalDecision::CancelTask => return Err(End::Stopped(Stop::Cancelled)),
                 }))
             }
+            Directive::Options => {
+                let resolution = guard(
+                    self.stop.clone(),
+                    deadline,
+                    host.request_approval(options_payload()),
+                )
+                .await?;
+                let option_id = resolution.option_id.clone();
+                if observe(host, resolution).await? == ApprovalDecision::CancelTask {
+                    return Err(End::Stopped(Stop::Cancelled));
+                }
+                // An ACP-like provider cannot act on a bare decision: it
+                // needs the id of one of its own options.
+                let option_id = option_id.ok_or_else(|| {
+                    AdapterError::new(
+                        BridgeErrorCode::AgentProviderError,
+                        "the approval named none of the offered options",
+                    )
+                })?;
+                Ok(Some(format!("option={option_id}")))
+            }
             Directive::TwoApprovals => {
                 let (first, second) = guard(self.stop.clone(), deadline, async {
                     // Both requests are in flight at once: the host queues
@@ -728,6 +754,45 @@ fn approval_payload(command: &str) -> ApprovalPayload {
         tool_input: None,
         blocked_path: None,
         available_decisions: ApprovalDecision::ALL.to_vec(),
+        options: None,
+        approval_advice: None,
+    }
+}
+
+/// The `options` approval: exact options as an ACP agent offers them.
+fn options_payload() -> ApprovalPayload {
+    let option = |id: &str, label: &str, kind| ApprovalOption {
+        option_id: id.to_owned(),
+        label: label.to_owned(),
+        kind,
+    };
+    ApprovalPayload {
+        category: ApprovalCategory::Other,
+        title: Some("Fake exact-option approval".to_owned()),
+        reason: None,
+        command_display: None,
+        relative_cwd: None,
+        additional_permissions: None,
+        network_approval_context: None,
+        file_changes: None,
+        requested_permissions: None,
+        tool: None,
+        tool_input: None,
+        blocked_path: None,
+        available_decisions: ApprovalDecision::ALL.to_vec(),
+        options: Some(vec![
+            option(
+                "opt-allow-once",
+                "Allow once",
+                ApprovalOptionKind::AllowOnce,
+            ),
+            option(
+                "opt-allow-always",
+                "Always allow",
+                ApprovalOptionKind::AllowAlways,
+            ),
+            option("opt-reject", "Reject", ApprovalOptionKind::RejectOnce),
+        ]),
         approval_advice: None,
     }
 }

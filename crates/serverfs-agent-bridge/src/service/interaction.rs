@@ -1,7 +1,8 @@
 //! Resolving approvals and questions (spec-agent-bridge.md §4.5): the
 //! request's state first (exists, pending, the task's presented request,
-//! not expired), then the answer's validity, then one compare-and-set in
-//! the store — so of two racing answers exactly one wins.
+//! not expired), then the answer's validity (for an approval offering
+//! exact options, the chosen option too, §4.7), then one compare-and-set
+//! in the store — so of two racing answers exactly one wins.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -60,11 +61,13 @@ impl Core {
                 "the decision was not offered for this request",
             ));
         }
+        let option_id = chosen_option(payload, decision, params.option_id)?;
         let granted = granted_permissions(payload, decision, params.granted_permission_ids)?;
         let resolution =
             InteractionResolution::Approval(serverfs_protocol::bridge::ApprovalResolution {
                 decision,
                 granted_permission_ids: granted,
+                option_id,
             });
         self.resolve(&task, &record.request_id, resolution).await?;
         if decision == ApprovalDecision::CancelTask {
@@ -249,6 +252,44 @@ fn resolved(task: TaskRecord, request_id: String) -> InteractionResolved {
         resolved: LiteralTrue,
         correlation_id: task.correlation_id,
     }
+}
+
+/// After step 8, for providers that offer exact options (spec §4.7, our
+/// extension): the option the client chose.
+///
+/// A request that lists options needs one of them, named by id, with the
+/// decision its kind maps to — so a provider's allow-always (which may
+/// persist a rule) is only ever chosen explicitly, never produced from a
+/// bare `approve_session`. `cancel_task` needs no option: it cancels the
+/// task and the adapter answers the provider with its cancel behaviour. A
+/// request without options takes no option id.
+fn chosen_option(
+    payload: &ApprovalPayload,
+    decision: ApprovalDecision,
+    option_id: Option<String>,
+) -> ServiceResult<Option<String>> {
+    let offered = payload.options.as_deref().unwrap_or_default();
+    let Some(option_id) = option_id else {
+        if offered.is_empty() || decision == ApprovalDecision::CancelTask {
+            return Ok(None);
+        }
+        return Err(invalid_decision(
+            "choose one of the request's options by option_id",
+        ));
+    };
+    if offered.is_empty() {
+        return Err(invalid_decision("this request offers no options"));
+    }
+    let option = offered
+        .iter()
+        .find(|option| option.option_id == option_id)
+        .ok_or_else(|| invalid_decision("the option was not offered for this request"))?;
+    if option.kind.decision() != decision {
+        return Err(invalid_decision(
+            "the decision does not match the chosen option's kind",
+        ));
+    }
+    Ok(Some(option_id))
 }
 
 /// Step 9: the permission ids granted. On approval, the selected subset of

@@ -9,6 +9,8 @@
 //! `WORKDIR_BUSY` for that short window.
 
 use serde_json::{Value, json};
+use serverfs_agent_bridge::store::{InteractionResolution, StateDir, Store, StoreLimits};
+use serverfs_protocol::bridge::{ApprovalDecision, ApprovalResolution};
 use sha2::{Digest, Sha256};
 
 use super::daemon::{Daemon, Setup, WireError, Workdir};
@@ -259,6 +261,226 @@ fn daemon_approval_refusals() {
     respond(&daemon, &task, &request, "approve_once").unwrap();
     let view = daemon.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "approved: echo test");
+}
+
+/// `task.approval.respond` naming an exact option.
+fn respond_option(
+    daemon: &Daemon,
+    task: &str,
+    request: &str,
+    decision: &str,
+    option_id: &str,
+) -> Result<Value, WireError> {
+    daemon.call(
+        "task.approval.respond",
+        json!({ "task_id": task, "request_id": request, "decision": decision,
+                "option_id": option_id }),
+    )
+}
+
+/// The stored resolution of `request`, read beside the running daemon
+/// through a read-only store (as `inspect` does).
+fn stored_resolution(daemon: &Daemon, request: &str) -> Option<InteractionResolution> {
+    let state = StateDir::open(daemon.setup().state_dir()).unwrap();
+    let store = Store::open_read_only(state, StoreLimits::default()).unwrap();
+    let id = request.to_owned();
+    let record = store
+        .call_blocking(move |db| db.get_interaction(&id))
+        .unwrap();
+    store.close().unwrap();
+    record.resolution
+}
+
+#[test]
+fn daemon_exact_option_round_trip() {
+    let daemon = Setup::new().start();
+    let task = daemon.submit("fake: options");
+    let pending = daemon.wait_pending(&task);
+    assert_eq!(
+        pending["payload"],
+        json!({
+            "category": "other", "title": "Fake exact-option approval",
+            "available_decisions": ["approve_once", "approve_session", "deny", "cancel_task"],
+            "options": [
+                { "option_id": "opt-allow-once", "label": "Allow once", "kind": "allow_once" },
+                { "option_id": "opt-allow-always", "label": "Always allow",
+                  "kind": "allow_always" },
+                { "option_id": "opt-reject", "label": "Reject", "kind": "reject_once" }
+            ]
+        })
+    );
+    let request = request_id(&pending);
+
+    let resolved = respond_option(
+        &daemon,
+        &task,
+        &request,
+        "approve_session",
+        "opt-allow-always",
+    )
+    .unwrap();
+    assert_eq!(
+        resolved,
+        json!({ "task_id": task, "request_id": request, "resolved": true, "correlation_id": null }),
+    );
+    let view = daemon.wait_status(&task, "succeeded");
+    assert_eq!(view["final_response"], "option=opt-allow-always", "{view}");
+    let events = daemon.events(&task);
+    let observed = events
+        .iter()
+        .find(|e| e["event_type"] == "approval.observed")
+        .unwrap();
+    assert_eq!(
+        observed["payload"],
+        json!({ "decision": "approve_session", "granted_permission_ids": [],
+                "option_id": "opt-allow-always" })
+    );
+    let resolved_event = events
+        .iter()
+        .find(|e| e["event_type"] == "approval.resolved")
+        .unwrap();
+    assert_eq!(
+        resolved_event["payload"],
+        json!({ "decision": "approve_session" })
+    );
+    assert_eq!(
+        stored_resolution(&daemon, &request),
+        Some(InteractionResolution::Approval(ApprovalResolution {
+            decision: ApprovalDecision::ApproveSession,
+            granted_permission_ids: Vec::new(),
+            option_id: Some("opt-allow-always".to_owned()),
+        }))
+    );
+    // Answering again: already resolved, whatever the option.
+    assert_eq!(
+        code(respond_option(
+            &daemon,
+            &task,
+            &request,
+            "approve_once",
+            "opt-allow-once"
+        )),
+        "REQUEST_ALREADY_RESOLVED"
+    );
+}
+
+#[test]
+fn daemon_exact_option_refusals() {
+    let daemon = Setup::new().start();
+    let task = daemon.submit("fake: options");
+    let request = request_id(&daemon.wait_pending(&task));
+    let refusal = |result: Result<Value, WireError>| match result {
+        Ok(value) => panic!("expected an error, got {value}"),
+        Err(error) => (error.code, error.message),
+    };
+    let invalid = |message: &str| ("INVALID_APPROVAL_DECISION".to_owned(), message.to_owned());
+    // A bare decision, even the neutral approve_session, picks no option.
+    for decision in ["approve_once", "approve_session", "deny"] {
+        assert_eq!(
+            refusal(respond(&daemon, &task, &request, decision)),
+            invalid("choose one of the request's options by option_id"),
+            "{decision}"
+        );
+    }
+    // Forged or unknown option ids.
+    for option in ["opt-forged", "", "OPT-ALLOW-ONCE", "allow_once"] {
+        assert_eq!(
+            refusal(respond_option(
+                &daemon,
+                &task,
+                &request,
+                "approve_once",
+                option
+            )),
+            invalid("the option was not offered for this request"),
+            "{option:?}"
+        );
+    }
+    // A decision that does not match the option's kind.
+    for (decision, option) in [
+        ("approve_once", "opt-allow-always"),
+        ("approve_session", "opt-allow-once"),
+        ("deny", "opt-allow-once"),
+        ("approve_once", "opt-reject"),
+        ("cancel_task", "opt-reject"),
+    ] {
+        assert_eq!(
+            refusal(respond_option(&daemon, &task, &request, decision, option)),
+            invalid("the decision does not match the chosen option's kind"),
+            "{decision} {option}"
+        );
+    }
+    // The decision is still checked first.
+    assert_eq!(
+        code(respond_option(
+            &daemon,
+            &task,
+            &request,
+            "maybe",
+            "opt-reject"
+        )),
+        "INVALID_APPROVAL_DECISION"
+    );
+    // option_id is a string or absent, never null.
+    assert_eq!(
+        daemon.err(
+            "task.approval.respond",
+            json!({ "task_id": task, "request_id": request, "decision": "deny",
+                    "option_id": null }),
+        ),
+        "INVALID_REQUEST"
+    );
+    // None of that moved the task.
+    let view = daemon.task(&task);
+    assert_eq!(view["status"], "waiting_for_approval");
+    assert_eq!(view["pending_request_id"], request.as_str());
+
+    // cancel_task needs no option: it cancels the task.
+    respond(&daemon, &task, &request, "cancel_task").unwrap();
+    let view = daemon.wait_status(&task, "cancelled");
+    assert_eq!(view["error_code"], Value::Null, "{view}");
+    assert_eq!(
+        stored_resolution(&daemon, &request),
+        Some(InteractionResolution::Approval(ApprovalResolution {
+            decision: ApprovalDecision::CancelTask,
+            granted_permission_ids: Vec::new(),
+            option_id: None,
+        }))
+    );
+}
+
+#[test]
+fn daemon_option_id_on_a_request_without_options_is_refused() {
+    let daemon = Setup::new().start();
+    let task = daemon.submit("fake: approval");
+    let request = request_id(&daemon.wait_pending(&task));
+    for (decision, option) in [
+        ("approve_once", "opt-allow-once"),
+        ("approve_session", "opt-allow-always"),
+        ("cancel_task", "opt-reject"),
+    ] {
+        let error = respond_option(&daemon, &task, &request, decision, option).unwrap_err();
+        assert_eq!(
+            (error.code.as_str(), error.message.as_str()),
+            (
+                "INVALID_APPROVAL_DECISION",
+                "this request offers no options"
+            ),
+            "{decision}"
+        );
+    }
+    assert_eq!(daemon.task(&task)["status"], "waiting_for_approval");
+    respond(&daemon, &task, &request, "approve_once").unwrap();
+    let view = daemon.wait_status(&task, "succeeded");
+    assert_eq!(view["final_response"], "approved: echo test");
+    assert_eq!(
+        stored_resolution(&daemon, &request),
+        Some(InteractionResolution::Approval(ApprovalResolution {
+            decision: ApprovalDecision::ApproveOnce,
+            granted_permission_ids: Vec::new(),
+            option_id: None,
+        }))
+    );
 }
 
 #[test]

@@ -18,9 +18,10 @@ use serverfs_agent_bridge::adapter::{
 };
 use serverfs_agent_bridge::{BridgeErrorCode, ProcessGroupId, ProxyPolicy, is_group_alive};
 use serverfs_protocol::bridge::{
-    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution,
-    CatalogScope, CatalogStatus, EventPayload, InFlightRecovery, ModelDiscovery, QuestionAnswer,
-    QuestionPayload, QuestionResolution, ReconcileStatus,
+    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
+    ApprovalPayload, ApprovalResolution, CatalogScope, CatalogStatus, EventPayload,
+    InFlightRecovery, ModelDiscovery, QuestionAnswer, QuestionPayload, QuestionResolution,
+    ReconcileStatus,
 };
 use tokio::time::Instant;
 
@@ -36,6 +37,9 @@ struct RecordingHost {
     native: Mutex<Vec<NativeIds>>,
     groups: Mutex<Vec<ProcessGroupId>>,
     decisions: Mutex<VecDeque<ApprovalDecision>>,
+    /// The option each scripted decision names, in the same order (none
+    /// when shorter).
+    option_ids: Mutex<VecDeque<String>>,
     answers: Mutex<VecDeque<QuestionResolution>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -45,6 +49,19 @@ impl RecordingHost {
     fn with_decisions(decisions: &[ApprovalDecision]) -> Arc<Self> {
         let host = Self::default();
         host.decisions.lock().unwrap().extend(decisions);
+        Arc::new(host)
+    }
+
+    /// Answers with `(decision, option_id)` pairs, in order.
+    fn with_options(choices: &[(ApprovalDecision, &str)]) -> Arc<Self> {
+        let host = Self::default();
+        for (decision, option_id) in choices {
+            host.decisions.lock().unwrap().push_back(*decision);
+            host.option_ids
+                .lock()
+                .unwrap()
+                .push_back((*option_id).to_owned());
+        }
         Arc::new(host)
     }
 
@@ -89,6 +106,7 @@ impl Host for RecordingHost {
             // Answers go to requests in arrival order, as the core's queue
             // presents them.
             let decision = self.decisions.lock().unwrap().pop_front();
+            let option_id = self.option_ids.lock().unwrap().pop_front();
             // Let a concurrent request arrive before this one is answered.
             tokio::task::yield_now().await;
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -100,6 +118,7 @@ impl Host for RecordingHost {
             Ok(ApprovalResolution {
                 decision,
                 granted_permission_ids: Vec::new(),
+                option_id,
             })
         })
     }
@@ -242,6 +261,71 @@ async fn cancel_task_decision_cancels_the_turn() {
     let host = RecordingHost::with_decisions(&[ApprovalDecision::CancelTask]);
     let outcome = run_prompt("fake: approval rm it", host).await;
     assert_eq!(outcome.status, TurnStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn options_offers_exact_options_and_reports_the_chosen_one() {
+    let host =
+        RecordingHost::with_options(&[(ApprovalDecision::ApproveSession, "opt-allow-always")]);
+    let outcome = run_prompt("fake: options", host.clone()).await;
+    assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.final_text, "option=opt-allow-always");
+    let option = |id: &str, label: &str, kind| ApprovalOption {
+        option_id: id.to_owned(),
+        label: label.to_owned(),
+        kind,
+    };
+    assert_eq!(
+        *host.approvals.lock().unwrap(),
+        vec![ApprovalPayload {
+            category: ApprovalCategory::Other,
+            title: Some("Fake exact-option approval".to_owned()),
+            reason: None,
+            command_display: None,
+            relative_cwd: None,
+            additional_permissions: None,
+            network_approval_context: None,
+            file_changes: None,
+            requested_permissions: None,
+            tool: None,
+            tool_input: None,
+            blocked_path: None,
+            available_decisions: ApprovalDecision::ALL.to_vec(),
+            options: Some(vec![
+                option(
+                    "opt-allow-once",
+                    "Allow once",
+                    ApprovalOptionKind::AllowOnce
+                ),
+                option(
+                    "opt-allow-always",
+                    "Always allow",
+                    ApprovalOptionKind::AllowAlways
+                ),
+                option("opt-reject", "Reject", ApprovalOptionKind::RejectOnce),
+            ]),
+            approval_advice: None,
+        }]
+    );
+    assert!(
+        host.events
+            .lock()
+            .unwrap()
+            .contains(&EventPayload::ApprovalObserved(ApprovalResolution {
+                decision: ApprovalDecision::ApproveSession,
+                granted_permission_ids: Vec::new(),
+                option_id: Some("opt-allow-always".to_owned()),
+            }))
+    );
+
+    // cancel_task needs no option and cancels the turn.
+    let host = RecordingHost::with_decisions(&[ApprovalDecision::CancelTask]);
+    let outcome = run_prompt("fake: options", host).await;
+    assert_eq!(outcome.status, TurnStatus::Cancelled, "{outcome:?}");
+    // Like an ACP agent, the fake cannot act on a bare decision.
+    let host = RecordingHost::with_decisions(&[ApprovalDecision::ApproveOnce]);
+    let outcome = run_prompt("fake: options", host).await;
+    failed_with(&outcome, BridgeErrorCode::AgentProviderError);
 }
 
 #[tokio::test]
@@ -586,7 +670,7 @@ async fn probe_models_capabilities_and_reconcile() {
 #[test]
 fn the_directive_grammar() {
     let script = parse_script(
-        "Please do things.\n  fake: complete  two words \nfake: approval\nfake: two-approvals\n\
+        "Please do things.\n  fake: complete  two words \nfake: approval\nfake: options\nfake: two-approvals\n\
          fake: question\nfake: wait 25\nfake: steer\nfake: fail AGENT_TASK_TIMED_OUT\n\
          fake: write a.txt x y\nfake: write empty\nfake: child-tree\nfake: env",
     )
@@ -596,6 +680,7 @@ fn the_directive_grammar() {
         vec![
             Directive::Complete("two words".to_owned()),
             Directive::Approval("echo test".to_owned()),
+            Directive::Options,
             Directive::TwoApprovals,
             Directive::Question("Pick one".to_owned()),
             Directive::Wait(Duration::from_millis(25)),
@@ -618,6 +703,7 @@ fn the_directive_grammar() {
         vec![Directive::Complete("hello".to_owned())]
     );
     assert!(parse_script("fake: write").is_err());
+    assert!(parse_script("fake: options allow").is_err());
 }
 
 #[test]

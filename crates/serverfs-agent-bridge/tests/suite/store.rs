@@ -185,6 +185,7 @@ pub fn approval() -> InteractionPayload {
         tool_input: None,
         blocked_path: None,
         available_decisions: vec![ApprovalDecision::ApproveOnce, ApprovalDecision::Deny],
+        options: None,
         approval_advice: None,
     }))
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serverfs_agent_bridge::BridgeErrorCode;
 use serverfs_agent_bridge::store::{
-    InteractionResolution, NewInteraction, StateDir, Store, StoreError, StoreLimits, Transition,
-    new_request_id,
+    DATABASE_FILE, InteractionResolution, NewInteraction, StateDir, Store, StoreError, StoreLimits,
+    Transition, new_request_id,
 };
 use serverfs_protocol::bridge::{
     ApprovalDecision, ApprovalResolution, EventPayload, InteractionStatus, QuestionAnswer,
@@ -20,6 +20,7 @@ fn approve() -> InteractionResolution {
     InteractionResolution::Approval(ApprovalResolution {
         decision: ApprovalDecision::ApproveOnce,
         granted_permission_ids: Vec::new(),
+        option_id: None,
     })
 }
 
@@ -154,6 +155,58 @@ fn several_requests_are_queued_and_presented_one_at_a_time() {
             "approval.resolved",
         ]
     );
+}
+
+#[test]
+fn the_chosen_option_is_stored_and_older_resolutions_still_decode() {
+    let fixture = Fixture::new();
+    let task = fixture.task_in(TaskStatus::Running);
+    let request = fixture.ask(&task.task_id, approval());
+    let chosen = InteractionResolution::Approval(ApprovalResolution {
+        decision: ApprovalDecision::ApproveSession,
+        granted_permission_ids: Vec::new(),
+        option_id: Some("opt-allow-always".to_owned()),
+    });
+    resolve(
+        &fixture.store,
+        &task.task_id,
+        &request,
+        chosen.clone(),
+        T0 + 50,
+    )
+    .unwrap();
+    let read = |store: &Store| {
+        let id = request.clone();
+        store
+            .call_blocking(move |db| db.get_interaction(&id))
+            .unwrap()
+            .resolution
+    };
+    assert_eq!(read(&fixture.store), Some(chosen));
+
+    // A row written before options existed has no option_id key.
+    let conn = rusqlite::Connection::open(fixture.state().join(DATABASE_FILE)).unwrap();
+    let stored: String = conn
+        .query_row(
+            "SELECT resolution_json FROM interactions WHERE request_id = ?1",
+            [&request],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(
+        stored.contains(r#""option_id":"opt-allow-always""#),
+        "{stored}"
+    );
+    conn.execute(
+        "UPDATE interactions SET resolution_json = ?1 WHERE request_id = ?2",
+        [
+            r#"{"decision":"approve_once","granted_permission_ids":[]}"#,
+            request.as_str(),
+        ],
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(read(&fixture.store), Some(approve()));
 }
 
 #[tokio::test]

@@ -152,8 +152,9 @@ bridge_error_codes! {
     RequestPending => "REQUEST_PENDING",
     /// An interaction request id collided with an existing one.
     RequestExists => "REQUEST_EXISTS",
-    /// Wrong interaction kind, an unknown or unoffered decision, or bad
-    /// permission ids.
+    /// Wrong interaction kind, an unknown or unoffered decision, bad
+    /// permission ids, or a missing, unknown, mismatched or unexpected
+    /// `option_id`.
     InvalidApprovalDecision => "INVALID_APPROVAL_DECISION",
     /// The answers do not fit the question.
     InvalidQuestionAnswer => "INVALID_QUESTION_ANSWER",

@@ -15,6 +15,9 @@ pub enum ApprovalDecision {
     /// Allow this one action.
     ApproveOnce,
     /// Allow it for the rest of the provider session (never persistently).
+    /// Sent with an exact option of kind `allow_always`, it instead labels
+    /// the provider's allow-always, whose scope the provider decides; the
+    /// option's kind and label are shown to the human.
     ApproveSession,
     /// Refuse the action; the task goes on.
     Deny,
@@ -90,6 +93,56 @@ pub struct RequestedPermission {
     pub kind: String,
     /// The provider's detail, host paths redacted.
     pub details: Value,
+}
+
+/// The kind of an exact option a provider offers (ACP's permission option
+/// kinds, spec-agent-bridge.md §4.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOptionKind {
+    /// Allow this one action.
+    AllowOnce,
+    /// Allow it from now on, with a scope the provider decides (it may
+    /// persist a rule).
+    AllowAlways,
+    /// Refuse this one action.
+    RejectOnce,
+    /// Refuse it from now on, with a scope the provider decides.
+    RejectAlways,
+}
+
+impl ApprovalOptionKind {
+    /// The decision a client sends together with an option of this kind.
+    ///
+    /// For exact options `approve_session` merely labels the provider's
+    /// allow-always, whose scope the provider decides; the option's kind
+    /// and label are shown to the human, so choosing it is an informed,
+    /// explicit choice — never something a neutral `approve_session`
+    /// produces by itself (the option id is required alongside it).
+    pub const fn decision(self) -> ApprovalDecision {
+        match self {
+            ApprovalOptionKind::AllowOnce => ApprovalDecision::ApproveOnce,
+            ApprovalOptionKind::AllowAlways => ApprovalDecision::ApproveSession,
+            ApprovalOptionKind::RejectOnce | ApprovalOptionKind::RejectAlways => {
+                ApprovalDecision::Deny
+            }
+        }
+    }
+}
+
+/// One exact option a provider offers for an approval (e.g. an ACP
+/// `session/request_permission` option). The client answers with its
+/// `option_id` and the decision its kind maps to (allow_once: approve_once,
+/// allow_always: approve_session, reject_once and reject_always: deny).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalOption {
+    /// The provider's opaque option id, passed back as `option_id`.
+    pub option_id: String,
+    /// The provider's label, to show the human.
+    pub label: String,
+    /// What choosing the option does.
+    pub kind: ApprovalOptionKind,
 }
 
 /// A normalized approval request (spec §4.3).
@@ -192,6 +245,18 @@ pub struct ApprovalPayload {
     pub blocked_path: Option<String>,
     /// The decisions on offer; when non-empty, any other is refused.
     pub available_decisions: Vec<ApprovalDecision>,
+    /// The exact options on offer, for providers that need the human's
+    /// choice of one native option rather than a coarse decision (spec
+    /// §4.7). Absent when the provider offers only decisions; never `null`.
+    /// When present and non-empty, every answer but `cancel_task` must name
+    /// one of them by `option_id`, with the decision of its kind.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(with = "Vec<ApprovalOption>")]
+    pub options: Option<Vec<ApprovalOption>>,
     /// Advisory recommendation added by the Bridge (Jev); never applied.
     #[serde(
         default,
@@ -281,6 +346,16 @@ pub struct ApprovalResolution {
     /// The permission ids the client selected; `[]` grants every requested
     /// permission on approval (and none on denial).
     pub granted_permission_ids: Vec<String>,
+    /// The exact option the client chose, when the request offered
+    /// options. Absent otherwise (and in resolutions stored before options
+    /// existed); never `null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(with = "String")]
+    pub option_id: Option<String>,
 }
 
 /// How a question was resolved.
@@ -406,6 +481,17 @@ pub struct TaskApprovalRespondParams {
     )]
     #[schemars(with = "Vec<String>")]
     pub granted_permission_ids: Option<Vec<String>>,
+    /// The chosen exact option, one of the request's
+    /// `payload.options[].option_id`: required when the request lists
+    /// options (except for `cancel_task`), refused when it lists none.
+    /// Absent: no option; never `null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(with = "String")]
+    pub option_id: Option<String>,
 }
 
 /// `task.question.answer` parameters.

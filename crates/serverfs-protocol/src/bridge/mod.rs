@@ -87,10 +87,11 @@ pub use event::{
 pub use field::LiteralTrue;
 pub use frame::{FrameDecoder, FrameTooLarge, MAX_FRAME_BYTES};
 pub use interaction::{
-    ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution, FileChange,
-    Interaction, InteractionKind, InteractionResolved, InteractionStatus, PendingInteraction,
-    Question, QuestionAnswer, QuestionOption, QuestionPayload, QuestionResolution,
-    RequestedPermission, TaskApprovalRespondParams, TaskQuestionAnswerParams,
+    ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind, ApprovalPayload,
+    ApprovalResolution, FileChange, Interaction, InteractionKind, InteractionResolved,
+    InteractionStatus, PendingInteraction, Question, QuestionAnswer, QuestionOption,
+    QuestionPayload, QuestionResolution, RequestedPermission, TaskApprovalRespondParams,
+    TaskQuestionAnswerParams,
 };
 pub use method::{BridgeCall, BridgeMethod, BridgeRequest};
 pub use result::{ResultStorage, ResultSummary, TaskResultChunk, TaskResultReadParams};

@@ -189,6 +189,7 @@ fn samples() -> Vec<(EventPayload, Value)> {
             EventPayload::ApprovalObserved(ApprovalResolution {
                 decision: ApprovalDecision::ApproveOnce,
                 granted_permission_ids: vec![],
+                option_id: None,
             }),
             json!({ "decision": "approve_once", "granted_permission_ids": [] }),
         ),
@@ -416,4 +417,22 @@ fn task_events_result() {
     refuses::<TaskEventsResult>(json!({
         "correlation_id": null, "events": [], "next_after_event_id": 0, "has_more": false
     }));
+}
+
+#[test]
+fn approval_observed_carries_the_chosen_option() {
+    pin(
+        &EventPayload::ApprovalObserved(ApprovalResolution {
+            decision: ApprovalDecision::ApproveSession,
+            granted_permission_ids: vec![],
+            option_id: Some("opt-allow-always".into()),
+        }),
+        json!({
+            "event_type": "approval.observed",
+            "payload": {
+                "decision": "approve_session", "granted_permission_ids": [],
+                "option_id": "opt-allow-always"
+            }
+        }),
+    );
 }

@@ -307,6 +307,7 @@ fn task_approval_respond() {
             request_id: "req_1".into(),
             decision: "approve_once".into(),
             granted_permission_ids: None,
+            option_id: None,
         },
     );
     pin_params(
@@ -320,6 +321,22 @@ fn task_approval_respond() {
             request_id: "req_1".into(),
             decision: "approve_session".into(),
             granted_permission_ids: Some(vec!["network".into(), "fs".into()]),
+            option_id: None,
+        },
+    );
+    // An exact option travels beside the decision that matches its kind.
+    pin_params(
+        "task.approval.respond",
+        json!({
+            "task_id": "agt_1", "request_id": "req_1", "decision": "approve_session",
+            "option_id": "opt-allow-always"
+        }),
+        TaskApprovalRespondParams {
+            task_id: "agt_1".into(),
+            request_id: "req_1".into(),
+            decision: "approve_session".into(),
+            granted_permission_ids: None,
+            option_id: s("opt-allow-always"),
         },
     );
     // The decision is checked by the service after the request's state.
@@ -344,6 +361,17 @@ fn task_approval_respond() {
         }),
         json!({
             "task_id": "agt_1", "request_id": "req_1", "decision": "deny", "note": "x"
+        }),
+        // option_id: absent or a string, never null.
+        json!({
+            "task_id": "agt_1", "request_id": "req_1", "decision": "deny", "option_id": null
+        }),
+        json!({
+            "task_id": "agt_1", "request_id": "req_1", "decision": "deny", "option_id": 1
+        }),
+        json!({
+            "task_id": "agt_1", "request_id": "req_1", "decision": "deny",
+            "option_id": ["opt-reject"]
         }),
     ] {
         refused("task.approval.respond", bad);
@@ -472,6 +500,7 @@ fn every_params_type_is_tied_to_its_method() {
             request_id: "r".into(),
             decision: "deny".into(),
             granted_permission_ids: None,
+            option_id: None,
         }),
         check(TaskQuestionAnswerParams {
             task_id: "t".into(),

@@ -3,13 +3,14 @@
 
 use serde_json::{Map, Value, json};
 use serverfs_protocol::bridge::{
-    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution,
-    BridgeCall, BridgeErrorCode, CatalogScope, CatalogStatus, FileChange, InFlightRecovery,
-    Interaction, InteractionKind, InteractionResolved, InteractionStatus, LiteralTrue,
-    ModelCatalog, ModelDiscovery, ModelInfo, PendingInteraction, ProtocolError, Question,
-    QuestionAnswer, QuestionOption, QuestionPayload, QuestionResolution, RequestedPermission,
-    ResultStorage, ResultSummary, RuntimeInfo, RuntimeListResult, TaskCancelResult, TaskGetParams,
-    TaskMessageSendResult, TaskResultChunk, TaskStatus, TaskSubmitResult, TaskView,
+    AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
+    ApprovalPayload, ApprovalResolution, BridgeCall, BridgeErrorCode, CatalogScope, CatalogStatus,
+    FileChange, InFlightRecovery, Interaction, InteractionKind, InteractionResolved,
+    InteractionStatus, LiteralTrue, ModelCatalog, ModelDiscovery, ModelInfo, PendingInteraction,
+    ProtocolError, Question, QuestionAnswer, QuestionOption, QuestionPayload, QuestionResolution,
+    RequestedPermission, ResultStorage, ResultSummary, RuntimeInfo, RuntimeListResult,
+    TaskCancelResult, TaskGetParams, TaskMessageSendResult, TaskResultChunk, TaskStatus,
+    TaskSubmitResult, TaskView,
 };
 
 use super::{folds, object, pin, refuses};
@@ -273,6 +274,7 @@ fn approval() -> (PendingInteraction, Value) {
             ApprovalDecision::Deny,
             ApprovalDecision::CancelTask,
         ],
+        options: None,
         approval_advice: None,
     };
     (
@@ -387,6 +389,7 @@ fn pending_interactions() {
         tool_input: Some(json!({ "command": "curl example.com" })),
         blocked_path: Some("<outside-workdir>".into()),
         available_decisions: ApprovalDecision::ALL.to_vec(),
+        options: None,
         approval_advice: Some(object(json!({ "status": "unavailable" }))),
     };
     pin(
@@ -401,6 +404,7 @@ fn pending_interactions() {
             resolution: Some(ApprovalResolution {
                 decision: ApprovalDecision::ApproveSession,
                 granted_permission_ids: vec!["network".into()],
+                option_id: None,
             }),
         })),
         json!({
@@ -472,6 +476,137 @@ fn pending_interactions() {
         json!({ "question_id": "q1", "selected_option_ids": [] }),
     );
     refuses::<QuestionAnswer>(json!({ "question_id": "q1", "text": null }));
+}
+
+#[test]
+fn approval_options() {
+    // Each option kind answers with one public decision; both "always"
+    // kinds keep their own identity in the option the human picked.
+    assert_eq!(
+        [
+            ApprovalOptionKind::AllowOnce,
+            ApprovalOptionKind::AllowAlways,
+            ApprovalOptionKind::RejectOnce,
+            ApprovalOptionKind::RejectAlways,
+        ]
+        .map(ApprovalOptionKind::decision),
+        [
+            ApprovalDecision::ApproveOnce,
+            ApprovalDecision::ApproveSession,
+            ApprovalDecision::Deny,
+            ApprovalDecision::Deny,
+        ]
+    );
+    let option = |id: &str, label: &str, kind| ApprovalOption {
+        option_id: id.into(),
+        label: label.into(),
+        kind,
+    };
+    let payload = ApprovalPayload {
+        category: ApprovalCategory::Other,
+        title: Some("Edit files".into()),
+        reason: None,
+        command_display: None,
+        relative_cwd: None,
+        additional_permissions: None,
+        network_approval_context: None,
+        file_changes: None,
+        requested_permissions: None,
+        tool: None,
+        tool_input: None,
+        blocked_path: None,
+        available_decisions: ApprovalDecision::ALL.to_vec(),
+        options: Some(vec![
+            option("o1", "Allow once", ApprovalOptionKind::AllowOnce),
+            option("o2", "Always allow", ApprovalOptionKind::AllowAlways),
+            option("o3", "Reject", ApprovalOptionKind::RejectOnce),
+            option("o4", "Never", ApprovalOptionKind::RejectAlways),
+        ]),
+        approval_advice: None,
+    };
+    let record = PendingInteraction::Approval(Box::new(Interaction {
+        request_id: "req_4".into(),
+        task_id: "agt_1".into(),
+        status: InteractionStatus::Resolved,
+        payload,
+        created_at: 1,
+        expires_at: 2,
+        resolved_at: Some(2),
+        resolution: Some(ApprovalResolution {
+            decision: ApprovalDecision::ApproveSession,
+            granted_permission_ids: vec![],
+            option_id: Some("o2".into()),
+        }),
+    }));
+    let record_json = json!({
+        "request_id": "req_4", "task_id": "agt_1", "kind": "approval", "status": "resolved",
+        "payload": {
+            "category": "other", "title": "Edit files",
+            "available_decisions": ["approve_once", "approve_session", "deny", "cancel_task"],
+            "options": [
+                { "option_id": "o1", "label": "Allow once", "kind": "allow_once" },
+                { "option_id": "o2", "label": "Always allow", "kind": "allow_always" },
+                { "option_id": "o3", "label": "Reject", "kind": "reject_once" },
+                { "option_id": "o4", "label": "Never", "kind": "reject_always" }
+            ]
+        },
+        "created_at": 1, "expires_at": 2, "resolved_at": 2,
+        "resolution": {
+            "decision": "approve_session", "granted_permission_ids": [], "option_id": "o2"
+        }
+    });
+    pin(&record, record_json.clone());
+
+    // A resolution stored before options existed still decodes, without
+    // an option; and one without an option is written the old way.
+    pin(
+        &ApprovalResolution {
+            decision: ApprovalDecision::Deny,
+            granted_permission_ids: vec![],
+            option_id: None,
+        },
+        json!({ "decision": "deny", "granted_permission_ids": [] }),
+    );
+    // option_id and options: absent, never null.
+    refuses::<ApprovalResolution>(
+        json!({ "decision": "deny", "granted_permission_ids": [], "option_id": null }),
+    );
+    refuses::<ApprovalResolution>(
+        json!({ "decision": "deny", "granted_permission_ids": [], "option_id": 3 }),
+    );
+    let payload = record_json["payload"].clone();
+    refuses::<PendingInteraction>(with(
+        &record_json,
+        "payload",
+        with(&payload, "options", Value::Null),
+    ));
+    // Options are strict: known kinds (snake_case), every field, no extras.
+    let one = |option: Value| {
+        with(
+            &record_json,
+            "payload",
+            with(&payload, "options", json!([option])),
+        )
+    };
+    for bad in [
+        json!({ "option_id": "o1", "label": "Allow", "kind": "allow" }),
+        json!({ "option_id": "o1", "label": "Allow", "kind": "allowOnce" }),
+        json!({ "option_id": "o1", "label": "Allow", "kind": "approve_once" }),
+        json!({ "option_id": "o1", "kind": "allow_once" }),
+        json!({ "label": "Allow", "kind": "allow_once" }),
+        json!({ "option_id": null, "label": "Allow", "kind": "allow_once" }),
+        json!({ "option_id": "o1", "label": "Allow", "kind": "allow_once", "scope": "x" }),
+    ] {
+        refuses::<PendingInteraction>(one(bad));
+    }
+    pin(
+        &ApprovalOption {
+            option_id: "o4".into(),
+            label: "Never".into(),
+            kind: ApprovalOptionKind::RejectAlways,
+        },
+        json!({ "option_id": "o4", "label": "Never", "kind": "reject_always" }),
+    );
 }
 
 fn view() -> (TaskView, Value) {

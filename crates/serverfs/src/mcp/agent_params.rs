@@ -179,6 +179,15 @@ pub struct RespondAgentApprovalParams {
     /// For a permission request: the `permission_id`s to grant (default:
     /// all requested, when approving).
     pub granted_permission_ids: Option<Vec<String>>,
+    /// When the request lists `options`: the `option_id` your user chose,
+    /// one of `pending_request.payload.options[].option_id`, with the
+    /// decision its kind maps to (allow_once: approve_once, allow_always:
+    /// approve_session, reject_once and reject_always: deny). Required
+    /// then, except for cancel_task; refused when the request lists none.
+    /// Show your user each option's label and kind: an allow_always option
+    /// may let the agent's provider remember the permission beyond this
+    /// task.
+    pub option_id: Option<String>,
 }
 
 /// One answer of `answer_agent_question`.

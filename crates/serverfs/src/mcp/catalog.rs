@@ -313,7 +313,8 @@ impl ToolName {
                     self,
                     AGENT_DESTRUCTIVE_IDEMPOTENT,
                     "Answer a task's pending approval with one of its available_decisions, as \
-                     your user decided: approve_once, approve_session, deny or cancel_task.",
+                     your user decided: approve_once, approve_session, deny or cancel_task. When \
+                     the request lists options, also pass the option_id your user chose.",
                 )
             }
             ToolName::AnswerAgentQuestion => {

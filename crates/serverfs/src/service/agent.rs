@@ -371,6 +371,7 @@ impl AgentService {
             request_id: params.request_id,
             decision: params.decision.as_str().to_owned(),
             granted_permission_ids: params.granted_permission_ids,
+            option_id: params.option_id,
         })
         .await
     }

@@ -764,6 +764,73 @@ async fn approvals_round_trip_and_late_answers_get_their_codes() {
 }
 
 #[tokio::test]
+async fn exact_options_round_trip_through_respond_agent_approval() {
+    let env = AgentEnv::builder().build();
+    let _bridge = env.start_bridge();
+    let server = env.start_server().await;
+
+    let task = submit(&server, "fake: options").await;
+    let view = wait_status(&server, &task, "waiting_for_approval").await;
+    let request = view["pending_request_id"].as_str().unwrap().to_owned();
+    let payload = &view["pending_request"]["payload"];
+    assert_eq!(
+        payload["options"],
+        json!([
+            { "option_id": "opt-allow-once", "label": "Allow once", "kind": "allow_once" },
+            { "option_id": "opt-allow-always", "label": "Always allow", "kind": "allow_always" },
+            { "option_id": "opt-reject", "label": "Reject", "kind": "reject_once" }
+        ]),
+        "{view}"
+    );
+    let respond = |decision: &str, option: Option<&str>| {
+        let mut args = json!({"task_id": task, "request_id": request, "decision": decision});
+        if let Some(option) = option {
+            args["option_id"] = json!(option);
+        }
+        args
+    };
+
+    // A bare approve_session never stands in for the provider's
+    // allow-always; nor does a forged option or a mismatched decision.
+    for args in [
+        respond("approve_session", None),
+        respond("approve_once", Some("opt-forged")),
+        respond("approve_once", Some("opt-allow-always")),
+    ] {
+        assert_eq!(
+            server.err("respond_agent_approval", args.clone()).await,
+            "INVALID_APPROVAL_DECISION",
+            "{args}"
+        );
+    }
+    assert_eq!(get(&server, &task).await["status"], "waiting_for_approval");
+
+    let resolved = server
+        .ok(
+            "respond_agent_approval",
+            respond("approve_session", Some("opt-allow-always")),
+        )
+        .await;
+    assert_eq!(
+        resolved,
+        json!({"task_id": task, "request_id": request, "resolved": true,
+               "correlation_id": null})
+    );
+    let view = wait_status(&server, &task, "succeeded").await;
+    assert_eq!(view["final_response"], "option=opt-allow-always", "{view}");
+    let events = all_events(&server, &task).await;
+    let observed = events
+        .iter()
+        .find(|e| e["event_type"] == "approval.observed")
+        .expect("approval.observed");
+    assert_eq!(
+        observed["payload"],
+        json!({"decision": "approve_session", "granted_permission_ids": [],
+               "option_id": "opt-allow-always"})
+    );
+}
+
+#[tokio::test]
 async fn questions_round_trip_and_late_answers_get_their_codes() {
     let env = AgentEnv::builder().build();
     let _bridge = env.start_bridge();

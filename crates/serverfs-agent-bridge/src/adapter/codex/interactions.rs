@@ -111,6 +111,7 @@ fn approval(category: ApprovalCategory, title: &str, params: &Value) -> Approval
         tool_input: None,
         blocked_path: None,
         available_decisions: offered(params),
+        options: None,
         approval_advice: None,
     }
 }
@@ -373,6 +374,7 @@ mod tests {
         let resolution = |decision, ids: &[&str]| ApprovalResolution {
             decision,
             granted_permission_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            option_id: None,
         };
         assert_eq!(
             approval_response(
