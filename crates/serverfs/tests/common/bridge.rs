@@ -110,6 +110,12 @@ impl AgentEnvBuilder {
         self
     }
 
+    /// Adds a raw TOML line to the `[agent]` table.
+    pub fn agent(mut self, line: &str) -> Self {
+        self.agent.push(line.to_owned());
+        self
+    }
+
     /// Replaces `demo`'s agent lines (`agent_mode`, `agent_runtimes`) and
     /// adds other raw TOML lines to it.
     pub fn demo(mut self, lines: &str) -> Self {
