@@ -650,6 +650,69 @@ fn stdio_threads_outlive_the_process() {
     assert_eq!((resumes, inits), (1, 2), "both processes log to CODEX_HOME");
 }
 
+/// `slow-start` holds back the `turn/start` reply, `slow-resolve` withdraws
+/// its own request late; a turn left `inProgress` by a process that is gone
+/// does not make its thread active for the next process.
+#[test]
+fn stdio_slow_start_slow_resolve_and_dead_turns() {
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    let mut codex = StdioCodex::handshake(StdioCodex::spawn_in(home.clone(), false));
+    let thread = codex.start_thread();
+
+    let sent = Instant::now();
+    codex.send(&json!({"id": 7, "method": "turn/start", "params": {
+        "threadId": thread, "input": [{"type": "text", "text": "slow-start"}],
+    }}));
+    codex.assert_quiet();
+    let reply = codex.recv();
+    assert!(sent.elapsed() >= SLOW_DELAY, "the reply came early");
+    assert_eq!(reply["id"], json!(7));
+    let turn = reply["result"]["turn"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(codex.recv()["method"], json!("turn/started"));
+    codex.assert_quiet();
+    let interrupted = codex.request(
+        "turn/interrupt",
+        json!({"threadId": thread, "turnId": turn}),
+    );
+    assert_eq!(interrupted["result"], json!({}));
+    assert_eq!(
+        codex.recv()["params"]["turn"]["status"],
+        json!("interrupted")
+    );
+
+    let asked = Instant::now();
+    codex.start_turn(&thread, "slow-resolve");
+    let opening = codex.recv_n(3);
+    assert_eq!(
+        opening[2]["method"],
+        json!("item/commandExecution/requestApproval")
+    );
+    let tail = codex.recv_n(4);
+    assert!(asked.elapsed() >= SLOW_DELAY, "resolved early");
+    assert_eq!(
+        tail[0],
+        json!({"method": "serverRequest/resolved", "params": {"threadId": thread, "requestId": 0}})
+    );
+    assert_eq!(tail[2]["params"]["item"]["text"], json!("auto-done"));
+    assert_eq!(tail[3]["params"]["turn"]["status"], json!("completed"));
+
+    // A turn still running when its process goes.
+    let waiting = codex.start_turn(&thread, "wait");
+    assert_eq!(codex.recv()["method"], json!("turn/started"));
+    let running = codex.request("thread/read", json!({"threadId": thread}));
+    assert_eq!(running["result"]["thread"]["status"], json!("active"));
+    assert!(codex.finish().success());
+    let mut next = StdioCodex::handshake(StdioCodex::spawn_in(home, false));
+    let read = next.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(read["result"]["thread"]["status"], json!("idle"));
+    let turns = read["result"]["thread"]["turns"].as_array().unwrap();
+    assert_eq!(turns.last().unwrap()["id"], json!(waiting));
+    assert_eq!(turns.last().unwrap()["status"], json!("inProgress"));
+}
+
 /// A WebSocket client over a Unix socket, as the Bridge connects.
 struct WsClient {
     ws: tokio_tungstenite::WebSocketStream<UnixStream>,

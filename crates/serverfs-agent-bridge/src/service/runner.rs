@@ -110,11 +110,15 @@ impl Core {
         match ending {
             Ending::Returned(outcome) => {
                 drop(turn);
-                // The provider is done: free the workdir before publishing
-                // the final state, so a client that sees the task finished
-                // can write (or continue the task) at once. A crash in
-                // between leaves a `running` row that restart interrupts.
-                let liveness = self.liveness_after_turn(live, &plan, true).await;
+                // Free the workdir before publishing the final state, so a
+                // client that sees the task finished can write (or continue
+                // the task) at once; a crash in between leaves a `running`
+                // row that restart interrupts. Only a completed turn proves
+                // its provider done; after a failure (e.g. a lost
+                // connection to a daemon that may still run the turn) the
+                // adapter is asked (spec §8.4).
+                let completed = outcome.status == TurnStatus::Completed;
+                let liveness = self.liveness_after_turn(live, &plan, completed).await;
                 live.end_lease(liveness);
                 self.settle(&task_id, &plan, outcome).await;
             }

@@ -1,5 +1,6 @@
 //! One module per concern; `support` holds the shared helpers.
 
+mod codex;
 mod daemon;
 mod daemon_cli;
 mod daemon_lifecycle;

@@ -51,7 +51,8 @@
 //! With `CODEX_HOME` set, the binary keeps threads in [`THREAD_STORE_FILE`]
 //! there, so a thread started by one `mock-codex app-server` process can be
 //! resumed or read by the next, as with real rollouts. A turn whose process
-//! died (the `drop` scenario, a kill) stays `inProgress` there.
+//! died (the `drop` scenario, a kill) stays `inProgress` there, but only the
+//! process running a turn reports its thread `active`.
 
 mod cli;
 mod daemon;

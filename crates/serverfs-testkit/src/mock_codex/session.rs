@@ -1,6 +1,6 @@
 //! One client connection's protocol state: handshake, methods, the turn.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -52,13 +52,21 @@ enum Handshake {
 struct Reply {
     result: Value,
     then: Vec<Output>,
+    /// Send the result and what follows it this much later (the
+    /// `slow-start` scenario); other messages are served meanwhile.
+    delay: Option<Duration>,
 }
 
 impl Reply {
     fn plain(result: Value) -> Reply {
+        Reply::then(result, Vec::new())
+    }
+
+    fn then(result: Value, then: Vec<Output>) -> Reply {
         Reply {
             result,
-            then: Vec::new(),
+            then,
+            delay: None,
         }
     }
 }
@@ -69,12 +77,15 @@ impl Reply {
 /// Feed it every message with [`Session::on_text`] (raw bytes of one line or
 /// frame) or [`Session::on_message`], and send the returned [`Output`]s in
 /// order. Between messages, wait at most until [`Session::next_deadline`]
-/// and then call [`Session::on_deadline`] (only the `slow` scenario uses it).
+/// and then call [`Session::on_deadline`] (only the `slow`, `slow-start`
+/// and `slow-resolve` scenarios use it).
 pub struct Session {
     state: MockState,
     handshake: Handshake,
     ids: RequestIds,
     turn: Option<ActiveTurn>,
+    /// A delayed reply (with what follows it) and when it is due.
+    held: Option<(Instant, Vec<Output>)>,
 }
 
 impl Session {
@@ -85,6 +96,7 @@ impl Session {
             handshake: Handshake::Fresh,
             ids: RequestIds::default(),
             turn: None,
+            held: None,
         }
     }
 
@@ -122,19 +134,28 @@ impl Session {
 
     /// When [`Session::on_deadline`] next has something to send.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.turn.as_ref().and_then(ActiveTurn::deadline)
+        let held = self.held.as_ref().map(|(due, _)| *due);
+        let turn = self.turn.as_ref().and_then(ActiveTurn::deadline);
+        held.into_iter().chain(turn).min()
     }
 
     /// Sends whatever is due at `now` (nothing if it is early).
     pub fn on_deadline(&mut self, now: Instant) -> Vec<Output> {
-        let Some(turn) = &mut self.turn else {
-            return Vec::new();
+        let mut out = match self.held.take() {
+            Some((due, held)) if due <= now => held,
+            early => {
+                self.held = early;
+                Vec::new()
+            }
         };
-        let step = turn.on_deadline(&self.state, now);
-        if step.finished {
-            self.turn = None;
+        if let Some(turn) = &mut self.turn {
+            let step = turn.on_deadline(&self.state, now);
+            if step.finished {
+                self.turn = None;
+            }
+            out.extend(step.out);
         }
-        step.out
+        out
     }
 
     fn on_request(&mut self, id: Value, method: &str, params: &Map<String, Value>) -> Vec<Output> {
@@ -157,10 +178,20 @@ impl Session {
             }
         };
         match reply {
-            Ok(Reply { result, then }) => {
+            Ok(Reply {
+                result,
+                then,
+                delay,
+            }) => {
                 let mut out = vec![Output::Send(response(id, result))];
                 out.extend(then);
-                out
+                match delay {
+                    Some(delay) => {
+                        self.held = Some((Instant::now() + delay, out));
+                        Vec::new()
+                    }
+                    None => out,
+                }
             }
             Err(error) => vec![Output::Send(error_response(id, &error))],
         }
@@ -238,10 +269,7 @@ impl Session {
         let thread = thread_json(&id, &record, json!({ "type": "idle" }), false);
         let result = open_thread_result(thread.clone(), &record);
         let started = notification("thread/started", json!({ "thread": thread }));
-        Ok(Reply {
-            result,
-            then: vec![Output::Send(started)],
-        })
+        Ok(Reply::then(result, vec![Output::Send(started)]))
     }
 
     fn thread_resume(&mut self, params: &Map<String, Value>) -> Result<Reply, RpcError> {
@@ -269,7 +297,7 @@ impl Session {
             .state
             .thread(thread_id)
             .ok_or_else(|| no_rollout(thread_id))?;
-        let active = record.turns.iter().any(|t| t.status == "inProgress");
+        let active = record.running_here();
         // Protocol drift tolerance: odd threads report the status as a bare
         // string (older servers), even ones as the 0.171.0 tagged object.
         let status = match (record.number % 2 == 1, active) {
@@ -303,6 +331,7 @@ impl Session {
             .ok_or_else(|| RpcError::invalid_request(format!("thread not found: {thread_id}")))?;
         let mut turn = ActiveTurn::new(thread_id.to_owned(), number, cwd, prompt);
         let result = json!({ "turn": turn.turn_json() });
+        let delay = turn.reply_delay();
         let step = turn.begin(&self.state, &mut self.ids);
         if !step.finished {
             self.turn = Some(turn);
@@ -310,6 +339,7 @@ impl Session {
         Ok(Reply {
             result,
             then: step.out,
+            delay,
         })
     }
 
@@ -332,10 +362,7 @@ impl Session {
         if step.finished {
             self.turn = None;
         }
-        Ok(Reply {
-            result,
-            then: step.out,
-        })
+        Ok(Reply::then(result, step.out))
     }
 
     fn turn_interrupt(&mut self, params: &Map<String, Value>) -> Result<Reply, RpcError> {
@@ -352,10 +379,7 @@ impl Session {
         };
         let then = turn.interrupt(&self.state);
         self.turn = None;
-        Ok(Reply {
-            result: json!({}),
-            then,
-        })
+        Ok(Reply::then(json!({}), then))
     }
 }
 
@@ -461,9 +485,10 @@ fn no_rollout(thread_id: &str) -> RpcError {
     RpcError::invalid_request(format!("no rollout found for thread id {thread_id}"))
 }
 
-/// The 0.171.0 tagged thread status.
+/// The 0.171.0 tagged thread status: `active` while a turn of the thread
+/// runs in this process (see [`ThreadRecord::running_here`]).
 fn idle_or_active(record: &ThreadRecord) -> Value {
-    if record.turns.iter().any(|t| t.status == "inProgress") {
+    if record.running_here() {
         json!({ "type": "active", "activeFlags": [] })
     } else {
         json!({ "type": "idle" })

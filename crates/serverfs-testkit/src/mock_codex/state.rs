@@ -61,6 +61,23 @@ pub(crate) struct TurnRecord {
     /// Codex's turn status string: `inProgress`, `completed`,
     /// `interrupted` or `failed`.
     pub(crate) status: &'static str,
+    /// The process that runs (or ran) the turn.
+    pub(crate) owner: u32,
+}
+
+impl ThreadRecord {
+    /// Whether a turn of this thread is running in this process. A turn
+    /// left `inProgress` by another process (a killed or orphaned stdio
+    /// app-server) is not: a fresh Codex process reports such a thread as
+    /// not loaded, never as active (measured on 0.171.0, spec-adapters
+    /// §1.9). The daemon runs every turn in its one process, so a turn whose
+    /// client went away stays active there.
+    pub(crate) fn running_here(&self) -> bool {
+        let me = std::process::id();
+        self.turns
+            .iter()
+            .any(|turn| turn.status == "inProgress" && turn.owner == me)
+    }
 }
 
 impl MockState {
@@ -162,9 +179,27 @@ impl MockState {
             thread.turns.push(TurnRecord {
                 id: format!("turn-{number}"),
                 status: "inProgress",
+                owner: std::process::id(),
             });
             threads.turns_started = number;
             Some(number)
+        })
+    }
+
+    /// Ends every turn still `inProgress` as `interrupted` and returns how
+    /// many there were: a test's stand-in for a daemon finishing the turn
+    /// of a client that went away (a killed Bridge), which no client can
+    /// interrupt any more.
+    pub fn interrupt_open_turns(&self) -> usize {
+        self.with_threads(|threads| {
+            let mut ended = 0;
+            for turn in threads.by_id.values_mut().flat_map(|t| t.turns.iter_mut()) {
+                if turn.status == "inProgress" {
+                    turn.status = "interrupted";
+                    ended += 1;
+                }
+            }
+            ended
         })
     }
 
@@ -248,7 +283,9 @@ impl Threads {
                 let turns: Vec<Value> = t
                     .turns
                     .iter()
-                    .map(|turn| json!({ "id": turn.id, "status": turn.status }))
+                    .map(
+                        |turn| json!({ "id": turn.id, "status": turn.status, "owner": turn.owner }),
+                    )
                     .collect();
                 let record = json!({
                     "number": t.number, "cwd": t.cwd, "model": t.model,
@@ -284,6 +321,11 @@ impl Threads {
                                     .map(|turn| TurnRecord {
                                         id: text(turn, "id"),
                                         status: static_status(turn.get("status")),
+                                        owner: turn
+                                            .get("owner")
+                                            .and_then(Value::as_u64)
+                                            .and_then(|pid| u32::try_from(pid).ok())
+                                            .unwrap_or(0),
                                     })
                                     .collect()
                             })

@@ -3,8 +3,9 @@
 //!
 //! A scenario is picked from the prompt text ([`Scenario::from_prompt`]).
 //! Everything is message-driven: the turn reacts to client answers,
-//! `turn/steer` and `turn/interrupt`, plus one timer (the `slow` scenario),
-//! so the engine needs no task of its own.
+//! `turn/steer` and `turn/interrupt`, plus one timer (the `slow`,
+//! `slow-start` and `slow-resolve` scenarios), so the engine needs no task
+//! of its own.
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,9 @@ use super::Output;
 use super::state::{MockState, now_ms};
 use super::wire::{METHOD_NOT_FOUND, notification, request};
 
-/// How long the `slow` scenario holds back its final messages.
+/// How long the `slow` scenario holds back its final messages, the
+/// `slow-start` scenario its `turn/start` reply and the `slow-resolve`
+/// scenario its own resolution.
 pub const SLOW_DELAY: Duration = Duration::from_secs(2);
 
 /// The scripted behaviours of a turn, chosen by a keyword in the prompt.
@@ -58,12 +61,20 @@ pub enum Scenario {
     /// As [`Scenario::Default`], with the final messages [`SLOW_DELAY`]
     /// later.
     Slow,
+    /// As [`Scenario::Wait`], with the `turn/start` reply (and
+    /// `turn/started`) [`SLOW_DELAY`] late: a client's cancel lands before
+    /// it knows the turn id.
+    SlowStart,
+    /// As [`Scenario::AutoResolve`], with the server resolving its own
+    /// request [`SLOW_DELAY`] after sending it, so that the client has
+    /// presented it by then → `auto-done`.
+    SlowResolve,
 }
 
 /// Keywords in match order: a longer keyword containing a shorter one
 /// (`two-approvals` ⊃ `approval`, `secret-question` ⊃ `question`) comes
 /// first, so the first hit is the intended scenario.
-const KEYWORDS: [(&str, Scenario); 17] = [
+const KEYWORDS: [(&str, Scenario); 19] = [
     ("two-approvals", Scenario::TwoApprovals),
     ("object-decisions", Scenario::ObjectDecisions),
     ("auto-resolve", Scenario::AutoResolve),
@@ -80,6 +91,8 @@ const KEYWORDS: [(&str, Scenario); 17] = [
     ("fail", Scenario::Fail),
     ("drop", Scenario::Drop),
     ("noise", Scenario::Noise),
+    ("slow-start", Scenario::SlowStart),
+    ("slow-resolve", Scenario::SlowResolve),
     ("slow", Scenario::Slow),
 ];
 
@@ -181,6 +194,11 @@ impl ActiveTurn {
             answers: Vec::new(),
             due: None,
         }
+    }
+
+    /// How late the `turn/start` reply is to be sent, if at all.
+    pub(crate) fn reply_delay(&self) -> Option<Duration> {
+        (self.scenario == Scenario::SlowStart).then_some(SLOW_DELAY)
     }
 
     /// The turn object of `turn/start`'s result and `turn/started`.
@@ -314,7 +332,13 @@ impl ActiveTurn {
                 out.push(self.ask(ids.next(), RequestKind::Elicitation, None, params));
                 false
             }
-            Scenario::Steer | Scenario::Wait => false,
+            Scenario::SlowResolve => {
+                let decisions = json!(["accept", "acceptForSession", "decline", "cancel"]);
+                out.extend(self.command_approval(ids.next(), "call_1", decisions));
+                self.due = Some(Instant::now() + SLOW_DELAY);
+                false
+            }
+            Scenario::Steer | Scenario::Wait | Scenario::SlowStart => false,
             Scenario::Fail => {
                 out.push(Output::Send(notification(
                     "error",
@@ -355,9 +379,26 @@ impl ActiveTurn {
         self.due
     }
 
-    /// Sends the `slow` scenario's final messages once they are due.
+    /// Sends the `slow` scenario's final messages, or `slow-resolve`'s
+    /// resolution and final messages, once they are due.
     pub(crate) fn on_deadline(&mut self, state: &MockState, now: Instant) -> Step {
         match self.due {
+            Some(due) if due <= now && self.scenario == Scenario::SlowResolve => {
+                self.due = None;
+                // Withdrawn without an answer, as by a reviewer or a
+                // timeout; an answer arriving later is to a resolved id.
+                let mut out: Vec<Output> = self
+                    .pending
+                    .iter()
+                    .map(|pending| self.resolved(&pending.id))
+                    .collect();
+                self.pending.clear();
+                out.extend(self.complete(state, "auto-done"));
+                Step {
+                    out,
+                    finished: true,
+                }
+            }
             Some(due) if due <= now => {
                 self.due = None;
                 let text = format!("done:{}", self.prompt);
@@ -756,6 +797,9 @@ mod tests {
             Scenario::FileApproval
         );
         assert_eq!(Scenario::from_prompt("approval"), Scenario::Approval);
+        assert_eq!(Scenario::from_prompt("slow-start"), Scenario::SlowStart);
+        assert_eq!(Scenario::from_prompt("slow-resolve"), Scenario::SlowResolve);
+        assert_eq!(Scenario::from_prompt("slow"), Scenario::Slow);
         assert_eq!(Scenario::from_prompt("hello"), Scenario::Default);
     }
 }

@@ -124,6 +124,8 @@ impl CodexAdapter {
 
     /// A short-lived connection for probes, model lists and
     /// reconciliation; a Bridge-owned child runs in Codex's home.
+    /// Never starts the managed daemon: only a task may (autostart), not a
+    /// model list or a reconciliation.
     async fn side_connection(&self) -> Result<Connection, AdapterError> {
         let home = self.config.home.clone();
         let cwd = if home.is_dir() {
@@ -131,7 +133,42 @@ impl CodexAdapter {
         } else {
             Path::new("/").to_path_buf()
         };
-        Connection::open(&self.config, &cwd, None).await
+        let mut config = self.config.clone();
+        if let CodexTransport::Daemon { autostart } = &mut config.transport {
+            *autostart = false;
+        }
+        Connection::open(&config, &cwd, None).await
+    }
+
+    /// `codex --version` (bounded): available when it exits successfully,
+    /// with the version it prints. Starts nothing else.
+    async fn version_probe(&self) -> Probe {
+        let unavailable = Probe {
+            available: false,
+            version: None,
+        };
+        let Ok(mut child) = self
+            .config
+            .command(Path::new("/"))
+            .args(["--version"])
+            .spawn()
+        else {
+            return unavailable;
+        };
+        let mut output = String::new();
+        if let Some(mut stdout) = child.take_stdout() {
+            let read = tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut output);
+            let _ = tokio::time::timeout(PROBE_BUDGET, read).await;
+        }
+        let status = tokio::time::timeout(PROBE_BUDGET, child.wait()).await;
+        let _stopped = child.terminate(Duration::from_secs(1)).await;
+        match status {
+            Ok(Ok(status)) if status.success() => Probe {
+                available: true,
+                version: version_of(&output),
+            },
+            _ => unavailable,
+        }
     }
 
     async fn run_turn(&self, ctx: TaskContext, host: Arc<dyn Host>) -> TurnOutcome {
@@ -628,33 +665,9 @@ impl Adapter for CodexAdapter {
                 version: None,
             };
             match self.config.transport {
-                CodexTransport::Stdio => {
-                    let Ok(mut child) = self
-                        .config
-                        .command(Path::new("/"))
-                        .args(["--version"])
-                        .spawn()
-                    else {
-                        return unavailable;
-                    };
-                    let mut output = String::new();
-                    if let Some(mut stdout) = child.take_stdout() {
-                        let read =
-                            tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut output);
-                        let _ = tokio::time::timeout(PROBE_BUDGET, read).await;
-                    }
-                    let status = tokio::time::timeout(PROBE_BUDGET, child.wait()).await;
-                    let _stopped = child.terminate(Duration::from_secs(1)).await;
-                    match status {
-                        Ok(Ok(status)) if status.success() => Probe {
-                            available: true,
-                            version: version_of(&output),
-                        },
-                        _ => unavailable,
-                    }
-                }
+                CodexTransport::Stdio => self.version_probe().await,
                 // Never starts the daemon: a probe only looks.
-                CodexTransport::Daemon { .. } => {
+                CodexTransport::Daemon { autostart } => {
                     let mut config = self.config.clone();
                     config.transport = CodexTransport::Daemon { autostart: false };
                     match Connection::open(&config, Path::new("/"), None).await {
@@ -666,6 +679,10 @@ impl Adapter for CodexAdapter {
                                 version,
                             }
                         }
+                        // A daemon that a task may start is available when
+                        // the CLI that starts it runs; otherwise submit
+                        // would refuse every task and autostart never run.
+                        Err(_) if autostart => self.version_probe().await,
                         Err(_) => unavailable,
                     }
                 }

@@ -92,13 +92,15 @@ pub struct RpcPeer {
     next_id: AtomicI64,
     timeout: Duration,
     reader: tokio::task::JoinHandle<()>,
-    writer: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for RpcPeer {
     fn drop(&mut self) {
+        // The writer is not aborted: dropping `outgoing` ends it once the
+        // queued messages (e.g. a final `initialized` or an answer) are
+        // written, and it closes the WebSocket properly. A peer that stopped
+        // reading makes that write fail when its process or socket goes.
         self.reader.abort();
-        self.writer.abort();
     }
 }
 
@@ -123,13 +125,14 @@ impl RpcPeer {
                 )
             }
         };
+        // The writer runs detached; it ends when `outgoing` is dropped.
+        drop(writer);
         let peer = RpcPeer {
             outgoing,
             pending,
             next_id: AtomicI64::new(1),
             timeout,
             reader,
-            writer,
         };
         (peer, received)
     }
