@@ -1115,6 +1115,27 @@ fn systemd_unit_is_sandboxed() {
 
 #[test]
 fn systemd_unit_passes_systemd_analyze_verify() {
+    verify_unit(
+        "serverfs.service",
+        "%h/.local/bin/serverfs serve",
+        &format!("{} serve", binary()),
+    );
+}
+
+#[test]
+fn bridge_systemd_unit_passes_systemd_analyze_verify() {
+    let bridge = crate::common::bridge::bridge_binary();
+    verify_unit(
+        "serverfs-agent-bridge.service",
+        "%h/.local/bin/serverfs-agent-bridge serve",
+        &format!("{} serve", bridge.display()),
+    );
+}
+
+/// `systemd-analyze verify` on `deploy/systemd/<name>`, with the unit's
+/// `ExecStart` program (which need not exist here; verify checks that it is
+/// executable) replaced by the binary under test. Nothing else is changed.
+fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
     let Ok(version) = Command::new("systemd-analyze").arg("--version").output() else {
         eprintln!("skipped: systemd-analyze is not installed");
         return;
@@ -1123,18 +1144,12 @@ fn systemd_unit_passes_systemd_analyze_verify() {
         eprintln!("skipped: systemd-analyze --version failed");
         return;
     }
-    // The unit names ~/.local/bin/serverfs, which need not exist here;
-    // verify checks that ExecStart is executable, so point it at the
-    // binary under test. Nothing else is changed.
     let scratch = TempWorkdir::new();
     let dir = scratch.root();
-    let unit = read("deploy/systemd/serverfs.service");
-    assert!(unit.contains("%h/.local/bin/serverfs serve"));
-    let unit = unit.replace(
-        "%h/.local/bin/serverfs serve",
-        &format!("{} serve", binary()),
-    );
-    let path = dir.join("serverfs.service");
+    let unit = read(&format!("deploy/systemd/{name}"));
+    assert!(unit.contains(exec), "{name} does not run {exec}");
+    let unit = unit.replace(exec, binary_exec);
+    let path = dir.join(name);
     std::fs::write(&path, unit).unwrap();
     // The user manager wants a runtime directory; give it a private one.
     let runtime = dir.join("runtime");
@@ -1163,10 +1178,7 @@ fn systemd_unit_passes_systemd_analyze_verify() {
         );
         // Complaints about the unit name it; anything else is about this
         // machine (no user manager, no /run/user, …).
-        let about_unit: Vec<&str> = text
-            .lines()
-            .filter(|l| l.contains("serverfs.service"))
-            .collect();
+        let about_unit: Vec<&str> = text.lines().filter(|l| l.contains(name)).collect();
         assert!(
             about_unit.is_empty(),
             "systemd-analyze {mode:?} verify:\n{text}"
@@ -1179,6 +1191,56 @@ fn systemd_unit_passes_systemd_analyze_verify() {
     eprintln!(
         "skipped: systemd-analyze verify could not run on this machine (no complaint about the \
          unit itself): {attempts:?}"
+    );
+}
+
+/// The Bridge's user unit: stops within its shutdown bound, restarts on
+/// failure but not after a configuration error, kills the whole cgroup
+/// (provider process groups included), no identity switch.
+#[test]
+fn bridge_systemd_unit_stops_gracefully_and_restarts_on_failure() {
+    let sections = unit_sections(&read("deploy/systemd/serverfs-agent-bridge.service"));
+    let service = &sections["Service"];
+    let one = |key: &str| -> &str {
+        let values: Vec<&str> = service
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        match values.as_slice() {
+            [value] => value,
+            other => panic!("[Service] {key}: expected one value, got {other:?}"),
+        }
+    };
+    assert!(
+        one("ExecStart").contains("serverfs-agent-bridge serve --config "),
+        "{}",
+        one("ExecStart")
+    );
+    for (key, value) in [
+        ("Restart", "on-failure"),
+        ("RestartPreventExitStatus", "2"),
+        ("KillSignal", "SIGTERM"),
+        ("KillMode", "control-group"),
+        ("NoNewPrivileges", "yes"),
+    ] {
+        assert_eq!(one(key), value, "[Service] {key}");
+    }
+    // 15 s for runners plus the 10 s provider interrupt bound.
+    let stop = seconds(one("TimeoutStopSec"));
+    assert!(
+        stop >= 25,
+        "TimeoutStopSec={stop}s is shorter than the shutdown bounds"
+    );
+    for key in ["User", "Group", "DynamicUser"] {
+        assert!(
+            service.iter().all(|(k, _)| k != key),
+            "{key}= has no place in a user unit"
+        );
+    }
+    assert_eq!(
+        sections["Install"],
+        [("WantedBy".to_owned(), "default.target".to_owned())]
     );
 }
 
