@@ -1,17 +1,25 @@
-//! The platform seam for process containment: put a provider in a group of
-//! its own, signal that group, and tell whether any member still runs.
+//! The platform seam. Only Linux is implemented; a macOS or Windows twin
+//! exports the same items and nothing above this module changes.
 //!
-//! Only Linux is implemented (`linux::process`: POSIX process groups,
-//! `kill(2)` on the negative group id, `/proc` for liveness). A Windows twin
-//! (a Job Object per provider, `TerminateJobObject`, the job's active
-//! process count) or a macOS one exports the same three functions and
-//! [`GroupSignal`], and nothing above this module changes.
+//! * Process containment (`linux::process`): put a provider in a group of
+//!   its own, signal that group, tell whether any member still runs (POSIX
+//!   process groups, `kill(2)` on the negative group id, `/proc` for
+//!   liveness). A Windows twin would use a Job Object per provider,
+//!   `TerminateJobObject` and the job's active process count.
+//! * The RPC socket (`linux::socket`): who is connecting (`SO_PEERCRED`),
+//!   who we are, an exclusive lock that dies with its holder (`flock(2)`),
+//!   and the `sun_path` budget. A macOS twin would use `getpeereid` (no
+//!   pid) and a 104-byte `sun_path`; Windows a named pipe and its SID.
 
 mod linux {
     pub(crate) mod process;
+    pub(crate) mod socket;
 }
 
 pub(crate) use linux::process::{contain, group_has_live_member, signal_group};
+pub(crate) use linux::socket::{
+    effective_uid, fits_socket_address, measure_peer, try_lock_exclusive,
+};
 
 /// A signal the Bridge sends to a whole provider group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,7 +75,6 @@ mod error;
 mod peer;
 mod server;
 mod socket;
-mod sys;
 
 pub use error::{DirectoryProblem, PathProblem, RpcError};
 pub use peer::{PeerInfo, PeerPolicy};

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use super::sys;
+use crate::platform;
 
 /// The identity of a connected client, as the kernel measured it when the
 /// client connected.
@@ -47,7 +47,7 @@ impl Default for PeerPolicy {
 impl PeerPolicy {
     /// Serve only peers running as our own effective uid, of any group.
     pub fn current_user() -> PeerPolicy {
-        PeerPolicy::uid(sys::effective_uid())
+        PeerPolicy::uid(platform::effective_uid())
     }
 
     /// Serve only peers running as `uid`, of any group.
@@ -162,7 +162,7 @@ mod tests {
     #[test]
     fn default_is_our_own_uid() {
         let policy = PeerPolicy::default();
-        assert_eq!(policy.allowed_uid(), sys::effective_uid());
+        assert_eq!(policy.allowed_uid(), platform::effective_uid());
         assert_eq!(policy.allowed_gid(), None);
     }
 }

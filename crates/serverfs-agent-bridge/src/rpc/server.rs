@@ -15,7 +15,7 @@ use super::connection::serve_connection;
 use super::error::RpcError;
 use super::peer::PeerInfo;
 use super::socket::BridgeListener;
-use super::sys;
+use crate::platform;
 
 /// The future a [`BridgeService`] returns for one request.
 pub type ServiceFuture<'a> = Pin<Box<dyn Future<Output = Response> + Send + 'a>>;
@@ -220,7 +220,7 @@ impl BridgeListener {
                         }
                     };
                     // Measured before a single byte is read (spec §2.2).
-                    let peer = match policy.authorize(sys::measure_peer(&stream)) {
+                    let peer = match policy.authorize(platform::measure_peer(&stream)) {
                         Ok(peer) => peer,
                         Err(reason) => {
                             tracing::warn!(reason = %reason, "refused a Bridge peer");

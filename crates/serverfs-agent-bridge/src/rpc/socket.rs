@@ -59,7 +59,7 @@ use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use super::error::{DirectoryProblem, PathProblem, RpcError};
 use super::peer::PeerPolicy;
-use super::sys;
+use crate::platform;
 
 /// The mode of a socket directory we create.
 const DIRECTORY_MODE: u32 = 0o750;
@@ -125,10 +125,10 @@ impl BridgeListener {
         if !path.is_absolute() {
             return Err(RpcError::InvalidPath);
         }
-        if !sys::fits_socket_address(path) {
+        if !platform::fits_socket_address(path) {
             return Err(RpcError::PathTooLong);
         }
-        let uid = sys::effective_uid();
+        let uid = platform::effective_uid();
         let gid = allowed.allowed_gid().map(Gid::from_raw);
         let dir = prepare_directory(parent, uid, gid)?;
         let lock = claim_lock(&dir, name, uid)?;
@@ -298,7 +298,7 @@ fn claim_lock(dir: &OwnedFd, name: &OsStr, uid: u32) -> Result<OwnedFd, RpcError
     if !is_type(&stat, FileType::RegularFile) || stat.st_uid != uid {
         return Err(RpcError::in_use(PathProblem::LockUnusable, None));
     }
-    match sys::try_lock_exclusive(&lock) {
+    match platform::try_lock_exclusive(&lock) {
         Ok(true) => Ok(lock),
         Ok(false) => Err(RpcError::AlreadyRunning),
         Err(error) => Err(unusable(error)),
