@@ -3,9 +3,19 @@
 //! agents) for tasks the MCP server submits over a Unix socket. The MCP
 //! server never spawns an agent itself (ARCHITECTURE.md invariant 6).
 //!
-//! The crate will hold the daemon: RPC server, task core, store, leases,
-//! recovery and the provider adapters. For now it holds the part every
-//! adapter shares, **process containment**: [`ProviderCommand`] starts a
+//! The binary `serverfs-agent-bridge` (`src/main.rs`, `src/cli/`) is a thin
+//! shell over these modules:
+//!
+//! * [`rpc`] — the peer-checked Unix-socket server and its framing;
+//! * [`service`] — the task service behind the ten methods: submission,
+//!   runners, interactions, cancellation, recovery;
+//! * [`store`] — the durable SQLite state;
+//! * [`adapter`] — the runtime interface with the [`adapter::codex`] and
+//!   [`adapter::fake`] runtimes;
+//! * [`redact`] — host-path redaction of everything a provider emits;
+//! * process containment, shared by every adapter (below).
+//!
+//! **Process containment**: [`ProviderCommand`] starts a
 //! provider from an absolute executable with fixed argv, in the authorized
 //! working directory, with an environment built from nothing
 //! ([`provider_environment`]: a short allowlist, the adapter's pairs, and
