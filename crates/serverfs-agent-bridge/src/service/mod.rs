@@ -4,7 +4,7 @@
 //! # Shape
 //!
 //! * [`TaskService`] is the [`BridgeService`] the RPC server dispatches to.
-//!   It is a cheap handle to one [`Core`] shared with every background
+//!   It is a cheap handle to one `Core` shared with every background
 //!   runner.
 //! * `submit` authorizes, takes the writer lease and publishes the
 //!   recovery guard of a workspace-write task, inserts the `queued` row and
