@@ -138,14 +138,8 @@ impl ServerHandler for ServerFs {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // Over HTTP, the auth layer recorded which token was used.
-        let token_name = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<TokenName>())
-            .map(|name| name.0.clone());
         match self
-            .dispatch(&request.name, request.arguments, token_name)
+            .dispatch(&request.name, request.arguments, token_name(&context))
             .await
         {
             Some(outcome) => Ok(outcome
@@ -172,12 +166,22 @@ impl ServerHandler for ServerFs {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resource::read(&self.files, &request.uri)
+        resource::read(&self.files, &request.uri, token_name(&context))
             .await
             .map(Into::into)
     }
+}
+
+/// Over HTTP, the name of the bearer token the auth layer accepted for this
+/// request (for the audit); `None` over stdio.
+fn token_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<TokenName>())
+        .map(|name| name.0.clone())
 }
 
 /// Runs one agent tool.

@@ -42,8 +42,13 @@ pub fn template() -> ResourceTemplate {
 }
 
 /// Reads `uri` completely, or fails with a coded error.
-pub async fn read(files: &FileService, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+pub async fn read(
+    files: &FileService,
+    uri: &str,
+    token_name: Option<String>,
+) -> Result<ReadResourceResult, ErrorData> {
     let mut audit = AuditRecord::start("read_resource");
+    audit.set(|a| a.token_name = token_name);
     let outcome = read_text(files, uri, &mut audit).await;
     audit.finish(outcome.as_ref().err().map(|e| e.code));
     outcome

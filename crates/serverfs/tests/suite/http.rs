@@ -226,6 +226,16 @@ async fn bearer_tokens_gate_every_request() {
     .await;
     assert_eq!(read["content"], "hello over http\n");
     call(&client, "stat_file", w(json!({"path": "docs/readme.md"}))).await;
+    let resource = tokio::time::timeout(
+        TIMEOUT,
+        client.read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "serverfs://w/docs/readme.md".to_owned(),
+        )),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(resource.contents.len(), 1);
     let created = call(
         &client,
         "create_text_file",
@@ -269,6 +279,14 @@ async fn bearer_tokens_gate_every_request() {
     assert!(
         log.contains("\"token_name\":\"laptop\""),
         "the audit names the token"
+    );
+    let resource_line = log
+        .lines()
+        .find(|line| line.contains("\"tool\":\"read_resource\""))
+        .expect("an audit line for the resource read");
+    assert!(
+        resource_line.contains("\"token_name\":\"laptop\""),
+        "resource reads name their token too: {resource_line}"
     );
     assert!(!log.contains(&token), "the token itself is never logged");
 }
