@@ -90,11 +90,19 @@ impl FileService {
             (_, expected) => expected,
         };
         let limit = target.workdir.config.max_binary_transfer_bytes;
-        let data = decode_payload(&params.data_base64, limit)?;
-        let sha256: String = Sha256::digest(&data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        // Decoding and hashing up to the transfer cap is CPU work: keep it
+        // off the async worker threads that serve other calls.
+        let encoded = params.data_base64;
+        let (data, sha256) = tokio::task::spawn_blocking(move || {
+            let data = decode_payload(&encoded, limit)?;
+            let sha256: String = Sha256::digest(&data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Ok::<_, ToolError>((data, sha256))
+        })
+        .await
+        .map_err(|join| ToolError::internal(format!("upload decoding failed: {join}")))??;
         let bytes_written = data.len() as u64;
         let (revision_before, revision) = self
             .mutate(&target, move |fs, path| match expected {
