@@ -165,9 +165,15 @@ impl Drop for TempFile<'_> {
 
 /// Fsyncs a directory so that a new or removed name survives a crash. A
 /// failure does not fail the call: the change is already visible and
-/// cannot be undone.
+/// cannot be undone. It is logged (without the path) so that an operator
+/// learns that durability is not what it should be on this file system.
 pub(crate) fn sync_dir(dir: BorrowedFd<'_>) {
-    let _ = fsync(dir);
+    if let Err(errno) = fsync(dir) {
+        tracing::warn!(
+            errno = errno.raw_os_error(),
+            "directory fsync failed: a change is visible but may not survive a power loss"
+        );
+    }
 }
 
 /// Re-stats `name` in `dir` without following it and compares revisions.
