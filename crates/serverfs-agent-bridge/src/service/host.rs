@@ -96,7 +96,7 @@ impl TaskHost {
         payload: InteractionPayload,
     ) -> Result<InteractionResolution, AdapterError> {
         let request_id = new_request_id().map_err(from_store)?;
-        let answer = self.live.add_waiter(&request_id).ok_or_else(ended)?;
+        let answer = self.live.add_waiter(&request_id)?;
         let mut pending = PendingRequest {
             core: Arc::clone(&self.core),
             live: Arc::clone(&self.live),
@@ -169,9 +169,18 @@ impl Host for TaskHost {
             let task_id = self.live.task_id.clone();
             self.core
                 .store
-                .call(move |db| db.append_event(&task_id, &event, now_millis()))
+                .call(move |db| {
+                    // A provider still winding down after its task ended
+                    // (cancel, deadline) adds nothing to the record: the
+                    // terminal event stays the last word. Checked in the
+                    // same store job as the append, so it cannot race the
+                    // terminal transition.
+                    if db.get_task(&task_id)?.status.is_terminal() {
+                        return Ok(());
+                    }
+                    db.append_event(&task_id, &event, now_millis()).map(|_| ())
+                })
                 .await
-                .map(|_| ())
                 .map_err(from_store)
         })
     }
@@ -238,9 +247,7 @@ impl Host for TaskHost {
 
     fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
         Box::pin(async move {
-            self.live.record_native_ids(&ids).map_err(|error| {
-                AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
-            })?;
+            self.live.record_native_ids(&ids)?;
             let task_id = self.live.task_id.clone();
             self.core
                 .store
@@ -261,9 +268,7 @@ impl Host for TaskHost {
         &self,
         group: ProcessGroupId,
     ) -> BoxFuture<'_, Result<(), AdapterError>> {
-        let recorded = self.live.record_group(group).map_err(|error| {
-            AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
-        });
+        let recorded = self.live.record_group(group);
         Box::pin(async move { recorded })
     }
 }

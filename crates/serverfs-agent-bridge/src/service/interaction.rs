@@ -162,7 +162,7 @@ impl Core {
             Ok(resolved) => resolved,
             Err(StoreError::RequestExpired) => {
                 // Expired between the checks and the CAS.
-                self.expire_if_due(&task.task_id).await;
+                let _ = self.expire_if_due(&task.task_id).await;
                 return Err(stale("the request expired"));
             }
             Err(error) => return Err(error.into()),
@@ -177,43 +177,55 @@ impl Core {
 
     /// Interrupts the task if its presented request has lapsed
     /// (`AGENT_INTERACTION_TIMED_OUT`, events `interaction.expired` and
-    /// `task.interrupted`) and stops its runner. Returns whether it did.
-    pub(super) async fn expire_if_due(&self, task_id: &str) -> bool {
+    /// `task.interrupted`) and stops its runner; otherwise says when the
+    /// request presented now lapses, as the store knows it.
+    pub(super) async fn expire_if_due(&self, task_id: &str) -> Expiry {
         let id = task_id.to_owned();
         let expired = self
             .store
             .call(move |db| {
                 let task = db.get_task(&id)?;
                 let Some(request_id) = task.pending_request_id.clone() else {
-                    return Ok(false);
+                    return Ok(Expiry::NotDue(None));
                 };
                 let record = db.get_interaction(&request_id)?;
                 let now = now_millis();
-                if record.expires_at.is_none_or(|at| at > now) {
-                    return Ok(false);
+                match record.expires_at {
+                    Some(at) if at <= now => {
+                        expire(db, &task, &record, now)?;
+                        Ok(Expiry::Expired)
+                    }
+                    other => Ok(Expiry::NotDue(other)),
                 }
-                expire(db, &task, &record, now)?;
-                Ok(true)
             })
             .await;
         match expired {
-            Ok(true) => {
+            Ok(Expiry::Expired) => {
                 if let Some(live) = self.live_task(task_id) {
                     live.stop(StopReason::Ended);
                 }
-                true
+                Expiry::Expired
             }
-            Ok(false) => false,
+            Ok(not_due) => not_due,
             Err(error) => {
                 tracing::warn!(
                     task_id,
                     code = error.code().as_str(),
                     "interaction expiry not recorded"
                 );
-                false
+                // Look again in a second rather than never.
+                Expiry::NotDue(Some(now_millis().saturating_add(1_000)))
             }
         }
     }
+}
+
+/// What [`Core::expire_if_due`] found.
+pub(super) enum Expiry {
+    /// The presented request lapsed; the task was interrupted.
+    Expired,
+    /// Nothing lapsed; when the presented request does, if one is.
+    NotDue(Option<serverfs_protocol::bridge::EpochMillis>),
 }
 
 /// Records the lapse of the presented `record` and interrupts `task` (one
@@ -224,6 +236,13 @@ fn expire(
     record: &InteractionRecord,
     now: serverfs_protocol::bridge::EpochMillis,
 ) -> Result<(), StoreError> {
+    // An expiry capped at the task deadline is the deadline passing: the
+    // task deadline governs (spec §3.8).
+    let code = if record.expires_at.is_some_and(|at| at >= task.deadline_at) {
+        BridgeErrorCode::AgentTaskTimedOut
+    } else {
+        BridgeErrorCode::AgentInteractionTimedOut
+    };
     let expired = EventPayload::InteractionExpired {
         request_id: record.request_id.clone(),
         kind: record.kind(),
@@ -233,13 +252,8 @@ fn expire(
     db.transition(
         &task.task_id,
         Transition::new(task.status, TaskStatus::Interrupted)
-            .with_error(
-                BridgeErrorCode::AgentInteractionTimedOut,
-                "the pending request was not answered in time",
-            )
-            .with_event(EventPayload::TaskInterrupted {
-                error_code: BridgeErrorCode::AgentInteractionTimedOut,
-            }),
+            .with_error(code, "the pending request was not answered in time")
+            .with_event(EventPayload::TaskInterrupted { error_code: code }),
         now,
     )?;
     Ok(())

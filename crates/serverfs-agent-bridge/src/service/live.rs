@@ -6,14 +6,12 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serverfs_lease::{
-    GuardRecord, GuardRemoval, GuardWrite, HeldLease, LeaseError, ProviderLiveness,
-};
-use serverfs_protocol::bridge::EpochMillis;
+use serverfs_lease::{GuardRecord, GuardRemoval, GuardWrite, HeldLease, ProviderLiveness};
+use serverfs_protocol::bridge::{BridgeErrorCode, EpochMillis};
 use tokio::sync::{oneshot, watch};
 
 use crate::ProcessGroupId;
-use crate::adapter::NativeIds;
+use crate::adapter::{AdapterError, NativeIds};
 use crate::store::{InteractionResolution, now_millis};
 
 /// Why a runner is asked to stop its provider.
@@ -32,11 +30,18 @@ struct Lease {
     guard: GuardRecord,
 }
 
+/// Most interactions one task may have open (presented plus queued): a
+/// provider flooding requests must not grow memory without bound.
+const MAX_OPEN_INTERACTIONS: usize = 64;
+
 /// One task with a runner.
 pub(crate) struct LiveTask {
     /// The task id.
     pub task_id: String,
     lease: Mutex<Option<Lease>>,
+    /// Set once a workspace-write task's lease is gone: the guard can no
+    /// longer be updated, so recording a provider must fail.
+    lease_released: std::sync::atomic::AtomicBool,
     stop: watch::Sender<Option<StopReason>>,
     /// When the presented interaction lapses; `None` when none is
     /// presented. The runner sleeps on it.
@@ -56,6 +61,7 @@ impl LiveTask {
         LiveTask {
             task_id,
             lease: Mutex::new(lease.map(|(held, guard)| Lease { held, guard })),
+            lease_released: std::sync::atomic::AtomicBool::new(false),
             stop: watch::channel(None).0,
             expiry: watch::channel(None).0,
             waiters: Mutex::new(HashMap::new()),
@@ -88,14 +94,33 @@ impl LiveTask {
     }
 
     /// Registers a waiter for `request_id` (before the request is stored,
-    /// so that no answer can outrun it). `None` when the task is stopping.
-    pub fn add_waiter(&self, request_id: &str) -> Option<oneshot::Receiver<InteractionResolution>> {
+    /// so that no answer can outrun it).
+    ///
+    /// # Errors
+    ///
+    /// `AGENT_TASK_NOT_ACTIVE` when the task is stopping;
+    /// `AGENT_PROVIDER_ERROR` when it has [`MAX_OPEN_INTERACTIONS`] open
+    /// already.
+    pub fn add_waiter(
+        &self,
+        request_id: &str,
+    ) -> Result<oneshot::Receiver<InteractionResolution>, AdapterError> {
         if self.stop_reason().is_some() {
-            return None;
+            return Err(AdapterError::new(
+                BridgeErrorCode::AgentTaskNotActive,
+                "the task ended before the request was answered",
+            ));
+        }
+        let mut waiters = lock(&self.waiters);
+        if waiters.len() >= MAX_OPEN_INTERACTIONS {
+            return Err(AdapterError::new(
+                BridgeErrorCode::AgentProviderError,
+                format!("the provider has {MAX_OPEN_INTERACTIONS} requests open already"),
+            ));
         }
         let (sender, receiver) = oneshot::channel();
-        lock(&self.waiters).insert(request_id.to_owned(), sender);
-        Some(receiver)
+        waiters.insert(request_id.to_owned(), sender);
+        Ok(receiver)
     }
 
     /// Hands `resolution` to the waiter of `request_id`.
@@ -117,7 +142,7 @@ impl LiveTask {
     ///
     /// `WORKDIR_RECOVERY_REQUIRED` when the guard cannot be written: the
     /// caller must not let that provider run unrecorded.
-    pub fn record_group(&self, group: ProcessGroupId) -> Result<(), LeaseError> {
+    pub fn record_group(&self, group: ProcessGroupId) -> Result<(), AdapterError> {
         lock(&self.groups).push(group);
         self.update_guard(|guard| {
             guard.provider_pgid = Some(group.as_raw());
@@ -129,7 +154,7 @@ impl LiveTask {
     /// # Errors
     ///
     /// As [`record_group`](Self::record_group).
-    pub fn record_native_ids(&self, ids: &NativeIds) -> Result<(), LeaseError> {
+    pub fn record_native_ids(&self, ids: &NativeIds) -> Result<(), AdapterError> {
         self.update_guard(|guard| {
             if ids.session_id.is_some() {
                 guard.native_session_id.clone_from(&ids.session_id);
@@ -140,15 +165,29 @@ impl LiveTask {
         })
     }
 
-    fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), LeaseError> {
+    fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), AdapterError> {
         let mut lease = lock(&self.lease);
         let Some(lease) = lease.as_mut() else {
+            if self
+                .lease_released
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return Err(AdapterError::new(
+                    BridgeErrorCode::WorkdirRecoveryRequired,
+                    "the task's writer lease is already released: a provider can no longer be recorded",
+                ));
+            }
             return Ok(());
         };
         let mut guard = lease.guard.clone();
         change(&mut guard);
         guard.updated_at = Some(now_millis());
-        lease.held.publish_guard(&guard, GuardWrite::Update)?;
+        lease
+            .held
+            .publish_guard(&guard, GuardWrite::Update)
+            .map_err(|error| {
+                AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
+            })?;
         lease.guard = guard;
         Ok(())
     }
@@ -165,6 +204,8 @@ impl LiveTask {
         let Some(lease) = lock(&self.lease).take() else {
             return;
         };
+        self.lease_released
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         match lease.held.remove_guard(&self.task_id, liveness) {
             Ok(GuardRemoval::Removed | GuardRemoval::Absent) => {}
             Ok(GuardRemoval::Kept { liveness }) => {
@@ -185,6 +226,9 @@ impl LiveTask {
     /// Releases the lease without touching the guard (shutdown past its
     /// bound: the provider's state is unknown, so the guard stays).
     pub fn release_lease(&self) {
-        lock(&self.lease).take();
+        if lock(&self.lease).take().is_some() {
+            self.lease_released
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }

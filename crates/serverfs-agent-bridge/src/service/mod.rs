@@ -66,8 +66,10 @@ use crate::rpc::{BridgeService, PeerInfo, ServiceFuture};
 use crate::store::{Purged, Store, now_millis};
 
 /// How long a graceful shutdown waits for runners to finish after their
-/// providers were asked to stop.
-const SHUTDOWN_RUNNER_BOUND: Duration = Duration::from_secs(15);
+/// providers were asked to stop: a runner may take the provider interrupt,
+/// the turn's end and the reconciliation, each bounded by the 10 s
+/// interrupt bound, plus margin (the systemd unit allows 45 s).
+const SHUTDOWN_RUNNER_BOUND: Duration = Duration::from_secs(35);
 
 /// The Bridge's task service. Clone-free: share it as `Arc<TaskService>`.
 pub struct TaskService {
@@ -358,6 +360,9 @@ impl Core {
 
     async fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
+        // Wait out a submission that passed its `closing` check: its task
+        // is then registered and stopped below.
+        drop(self.submit_lock.lock().await);
         let live: Vec<Arc<LiveTask>> = self.live_tasks().values().cloned().collect();
         for task in &live {
             task.stop(live::StopReason::Shutdown);

@@ -203,6 +203,15 @@ impl Core {
         let Some(record) = held.read_guard()? else {
             return Ok(());
         };
+        if self.live_task(&record.task_id).is_some() {
+            // Its runner is still finishing (it released the lease and is
+            // storing the outcome): that task, not this submission, settles
+            // its guard.
+            return Err(ServiceError::new(
+                BridgeErrorCode::WorkdirBusy,
+                "an Agent task on this workdir is still finishing",
+            ));
+        }
         let (task, adapter_says) = self.adapter_liveness(&record, &HashMap::new()).await;
         let Some(task) = task else {
             return Err(recovery_required(

@@ -7,8 +7,12 @@
 //! bound. Finally the guard decision, the lease release and a retention
 //! pass. A runner never restarts a turn.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use serverfs_lease::ProviderLiveness;
 use serverfs_protocol::bridge::{BridgeErrorCode, EpochMillis, EventPayload, TaskStatus};
@@ -16,6 +20,7 @@ use tokio::time::Instant;
 
 use super::Core;
 use super::error::ServiceResult;
+use super::interaction::Expiry;
 use super::live::{LiveTask, StopReason};
 use super::recovery::provider_liveness;
 use crate::adapter::{Adapter, TaskContext, TurnOutcome, TurnStatus};
@@ -55,7 +60,20 @@ impl Core {
     pub(super) fn spawn_runner(self: &Arc<Self>, live: Arc<LiveTask>, plan: RunPlan) {
         let core = Arc::clone(self);
         tokio::spawn(async move {
-            core.run(&live, plan).await;
+            let ran = AssertUnwindSafe(core.run(&live, plan)).catch_unwind().await;
+            if ran.is_err() {
+                // A bug, not a provider failure: the task must still end and
+                // the workdir must not stay leased by a dead runner. The
+                // provider's state is unknown, so the guard stays.
+                tracing::error!(task_id = live.task_id, "a task runner panicked");
+                live.end_lease(ProviderLiveness::Unknown);
+            }
+            // Whatever happened, the task ends here: waiters fail, and a row
+            // still unfinished (a path that could not store its state) is
+            // interrupted rather than left counting as active forever.
+            live.stop(StopReason::Ended);
+            core.finish_interrupted(&live.task_id, BridgeErrorCode::AgentProviderError)
+                .await;
             core.live_tasks().remove(&live.task_id);
             core.runner_left.notify_waiters();
             core.purge_expired().await;
@@ -93,7 +111,13 @@ impl Core {
             plan.redactor.clone(),
         ));
         let adapter = Arc::clone(&plan.adapter);
-        let mut turn = adapter.run(plan.context.clone(), host);
+        // Whether the turn was ever polled: an adapter future does nothing
+        // until then, so a stop that wins before it means no provider ran.
+        let polled = AtomicBool::new(false);
+        let mut turn = Box::pin(async {
+            polled.store(true, Ordering::SeqCst);
+            adapter.run(plan.context.clone(), host).await
+        });
         // Biased: a stop already requested wins before the turn is ever
         // polled, so a cancelled task never starts its provider.
         let ending = tokio::select! {
@@ -133,6 +157,14 @@ impl Core {
                     .await;
                 }
                 live.stop(StopReason::Ended);
+                if !polled.load(Ordering::SeqCst) {
+                    // Stopped before the provider was ever started: there
+                    // is nothing to interrupt, and polling the turn now
+                    // would start it.
+                    drop(turn);
+                    live.end_lease(ProviderLiveness::ProvenStopped);
+                    return;
+                }
                 let bound = self.settings.interrupt_bound;
                 if tokio::time::timeout(bound, adapter.cancel(&task_id))
                     .await
@@ -229,7 +261,29 @@ impl Core {
         let id = task_id.to_owned();
         let stored = self
             .store
-            .call(move |db| db.store_result(&id, &text, now_millis()))
+            .call(move |db| {
+                let now = now_millis();
+                let task = db.get_task(&id)?;
+                if matches!(
+                    task.status,
+                    TaskStatus::WaitingForApproval | TaskStatus::WaitingForQuestion
+                ) {
+                    // The provider finished without the answer it asked for
+                    // (it withdrew the request): nobody waits for it any
+                    // more, so every open request goes stale and the task
+                    // completes.
+                    for request_id in db.stale_interactions(&id, now)? {
+                        // Lifecycle events never block the state change.
+                        let _ = db.append_event(
+                            &id,
+                            &EventPayload::InteractionStale { request_id },
+                            now,
+                        );
+                    }
+                    db.transition(&id, Transition::new(task.status, TaskStatus::Running), now)?;
+                }
+                db.store_result(&id, &text, now)
+            })
             .await;
         match stored {
             Ok(_) => {}
@@ -316,36 +370,34 @@ impl Core {
     }
 
     /// Sleeps until the presented interaction lapses, then interrupts the
-    /// task (`AGENT_INTERACTION_TIMED_OUT`). Never returns otherwise.
+    /// task (`AGENT_INTERACTION_TIMED_OUT`). Never returns otherwise. The
+    /// watch only wakes it; after each wake-up the store says what is
+    /// presented now and when it lapses, so an out-of-order update of the
+    /// watch cannot park it.
     async fn watch_interaction_expiry(&self, live: &LiveTask) {
         let mut expiry = live.expiry.subscribe();
+        let mut at = *expiry.borrow_and_update();
         loop {
-            let at = *expiry.borrow_and_update();
-            match at {
-                Some(at) => {
-                    let wait = u64::try_from(at.saturating_sub(now_millis())).unwrap_or(0);
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(wait)) => {
-                            if self.expire_if_due(&live.task_id).await {
-                                return;
-                            }
-                            // Not due (answered meanwhile): wait for the
-                            // next change.
-                            if expiry.changed().await.is_err() {
-                                std::future::pending::<()>().await;
-                            }
-                        }
-                        changed = expiry.changed() => {
-                            if changed.is_err() {
-                                std::future::pending::<()>().await;
-                            }
-                        }
+            let Some(due) = at else {
+                if expiry.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                at = *expiry.borrow_and_update();
+                continue;
+            };
+            let wait = u64::try_from(due.saturating_sub(now_millis())).unwrap_or(0);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(wait)) => {
+                    match self.expire_if_due(&live.task_id).await {
+                        Expiry::Expired => return,
+                        Expiry::NotDue(next) => at = next,
                     }
                 }
-                None => {
-                    if expiry.changed().await.is_err() {
+                changed = expiry.changed() => {
+                    if changed.is_err() {
                         std::future::pending::<()>().await;
                     }
+                    at = *expiry.borrow_and_update();
                 }
             }
         }

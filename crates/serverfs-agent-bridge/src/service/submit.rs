@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serverfs_lease::{GuardRecord, GuardWrite, HeldLease};
 use serverfs_protocol::bridge::{
-    AgentProfile, BridgeErrorCode, TaskStatus, TaskSubmitParams, TaskSubmitResult,
+    AgentProfile, BridgeErrorCode, EventPayload, TaskStatus, TaskSubmitParams, TaskSubmitResult,
 };
 
 use super::Core;
@@ -156,6 +156,10 @@ impl Core {
         );
 
         let _serial = self.submit_lock.lock().await;
+        // Shutdown takes this lock after setting `closing`: a submission
+        // either registers its task before shutdown lists them, or is
+        // refused here.
+        self.refuse_if_closing()?;
         if let Some(existing) = self.find_idempotent(idempotency.as_ref()).await? {
             return Ok(existing);
         }
@@ -314,7 +318,10 @@ impl Core {
                         db.transition(
                             &task_id,
                             Transition::new(TaskStatus::Queued, TaskStatus::Interrupted)
-                                .with_error(BridgeErrorCode::BridgeSchedulingFailed, message),
+                                .with_error(BridgeErrorCode::BridgeSchedulingFailed, message)
+                                .with_event(EventPayload::TaskInterrupted {
+                                    error_code: BridgeErrorCode::BridgeSchedulingFailed,
+                                }),
                             now_millis(),
                         )
                     })

@@ -940,6 +940,25 @@ fn daemon_task_deadline_interrupts() {
     daemon.wait_status(&next, "succeeded");
 }
 
+/// A request still waiting when the task deadline passes: its expiry was
+/// capped at the deadline, and the deadline governs (spec §3.8), whichever
+/// timer fires first.
+#[test]
+fn daemon_task_deadline_governs_a_waiting_request() {
+    let daemon = Setup::new()
+        .agent("task_timeout_seconds", "1")
+        .agent("interaction_timeout_seconds", "60")
+        .start();
+    let task = daemon.submit("fake: approval");
+    let asked = daemon.wait_status(&task, "waiting_for_approval");
+    assert_eq!(
+        asked["pending_request"]["expires_at"], asked["deadline_at"],
+        "{asked}"
+    );
+    let view = daemon.wait_status(&task, "interrupted");
+    assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
+}
+
 #[test]
 fn daemon_interaction_expiry_interrupts() {
     let daemon = Setup::new()
@@ -1311,4 +1330,34 @@ fn daemon_submit_validation_codes() {
         daemon.wait_status(&task, "succeeded")["relative_cwd"],
         "sub/deeper"
     );
+}
+
+/// A cancel that lands right after submission races the runner starting
+/// the provider. Whoever wins, the task ends `cancelled` (or had already
+/// succeeded) and nothing the provider emits is recorded after
+/// `task.cancelled`: the terminal event stays the last word. Raced many
+/// times.
+#[test]
+fn daemon_no_provider_event_follows_a_cancel() {
+    let daemon = Setup::new().start();
+    for round in 0..40 {
+        let task = daemon.wait_submit(json!({ "prompt": format!("fake: write m{round}.txt x") }));
+        daemon.ok("task.cancel", json!({ "task_id": task }));
+        let view = daemon.wait_task(&task, "terminal", |v| v["completed_at"].is_number());
+        assert!(
+            ["cancelled", "succeeded"].contains(&view["status"].as_str().unwrap()),
+            "{view}"
+        );
+        // The runner has ended once the workdir can be leased again.
+        let next = daemon.wait_submit(json!({ "prompt": "fake: complete next" }));
+        daemon.wait_status(&next, "succeeded");
+        let types = daemon.event_types(&task);
+        if let Some(cancelled) = types.iter().position(|t| *t == "task.cancelled") {
+            assert_eq!(
+                cancelled + 1,
+                types.len(),
+                "round {round}: events after the cancel: {types:?}"
+            );
+        }
+    }
 }

@@ -8,15 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use serverfs_agent_bridge::adapter::Adapter;
-use serverfs_agent_bridge::adapter::fake::FakeAdapter;
+use serverfs_agent_bridge::adapter::fake::{FAKE_CAPABILITIES, FakeAdapter};
+use serverfs_agent_bridge::adapter::{
+    Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
+    TaskContext, TurnOutcome,
+};
 use serverfs_agent_bridge::rpc::{BridgeService, PeerInfo};
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings, TaskService};
 use serverfs_agent_bridge::store::{StateDir, Store};
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{
-    BridgeRequest, Request, Response, TaskCancelParams, TaskEventsParams, TaskGetParams,
-    TaskSubmitParams,
+    ApprovalCategory, ApprovalDecision, ApprovalPayload, BridgeRequest, ModelCatalog,
+    ReconcileStatus, Request, Response, TaskApprovalRespondParams, TaskCancelParams,
+    TaskEventsParams, TaskGetParams, TaskSubmitParams,
 };
 
 use super::daemon::{Setup, WAIT};
@@ -32,6 +36,15 @@ const PEER: PeerInfo = PeerInfo {
 
 /// A started service over `setup`'s configuration, with `retention`.
 async fn start(setup: &Setup, retention: Duration) -> (TaskService, Store) {
+    start_with(setup, retention, Arc::new(FakeAdapter::new())).await
+}
+
+/// [`start`] with `adapter` serving the `fake` runtime name.
+async fn start_with(
+    setup: &Setup,
+    retention: Duration,
+    fake: Arc<dyn Adapter>,
+) -> (TaskService, Store) {
     let config_path = setup.write_config();
     let env = BTreeMap::new();
     let source = select_source(Some(config_path), &[], &env).unwrap();
@@ -43,7 +56,6 @@ async fn start(setup: &Setup, retention: Duration) -> (TaskService, Store) {
         settings.limits.clone(),
     )
     .unwrap();
-    let fake: Arc<dyn Adapter> = Arc::new(FakeAdapter::new());
     let service = TaskService::start(
         store.clone(),
         Policies::from_config(&config).unwrap(),
@@ -174,4 +186,157 @@ async fn service_keeps_finished_tasks_within_retention() {
     wait_status(&service, &other, "succeeded").await;
     service.shutdown().await;
     store.close().unwrap();
+}
+
+/// An adapter whose turn raises an approval, leaves it unanswered (the
+/// request is still open, its waiter alive) and completes anyway, as a
+/// provider may when it withdraws a request on its own.
+struct CompletesWhileAsking;
+
+impl Adapter for CompletesWhileAsking {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        FAKE_CAPABILITIES
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Probe> {
+        Box::pin(async {
+            Probe {
+                available: true,
+                version: None,
+            }
+        })
+    }
+
+    fn models(&self) -> BoxFuture<'_, ModelCatalog> {
+        Box::pin(async {
+            ModelCatalog {
+                runtime: "fake".to_owned(),
+                status: serverfs_protocol::bridge::CatalogStatus::Unsupported,
+                scope: serverfs_protocol::bridge::CatalogScope::None,
+                source: "fake".to_owned(),
+                models: Vec::new(),
+                detail: None,
+                model_advice: None,
+            }
+        })
+    }
+
+    fn run(&self, _ctx: TaskContext, host: Arc<dyn Host>) -> BoxFuture<'_, TurnOutcome> {
+        Box::pin(async move {
+            let asking = Arc::clone(&host);
+            let pending = tokio::spawn(async move {
+                let payload = ApprovalPayload {
+                    category: ApprovalCategory::Command,
+                    title: Some("never answered".to_owned()),
+                    reason: None,
+                    command_display: Some("true".to_owned()),
+                    relative_cwd: None,
+                    additional_permissions: None,
+                    network_approval_context: None,
+                    file_changes: None,
+                    requested_permissions: None,
+                    tool: None,
+                    tool_input: None,
+                    blocked_path: None,
+                    available_decisions: vec![ApprovalDecision::ApproveOnce],
+                    approval_advice: None,
+                    options: None,
+                };
+                let _ = asking.request_approval(payload).await;
+            });
+            // Let the request be stored and presented, then finish without
+            // its answer. The waiter stays alive until after the turn.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let outcome = TurnOutcome::completed("done without the answer", NativeIds::default());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                pending.abort();
+            });
+            outcome
+        })
+    }
+
+    fn send_message<'a>(
+        &'a self,
+        _task_id: &'a str,
+        _text: String,
+    ) -> BoxFuture<'a, Result<(), AdapterError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn cancel<'a>(&'a self, _task_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        _task_id: &'a str,
+        _native: &'a NativeIds,
+    ) -> BoxFuture<'a, ProviderState> {
+        Box::pin(async {
+            ProviderState {
+                status: ReconcileStatus::NotRecoverable,
+                provider_active: Some(false),
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// A turn that completes while its own request is still presented ends
+/// `succeeded` with its answer; the open request goes stale. (It used to
+/// stay `waiting_for_approval` forever, its result lost.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_a_turn_completing_while_asking_still_succeeds() {
+    let setup = Setup::new();
+    let (service, _store) = start_with(
+        &setup,
+        Duration::from_secs(3600),
+        Arc::new(CompletesWhileAsking),
+    )
+    .await;
+    let task = submit(&service, review("anything", None)).await;
+    let asked = wait_status(&service, &task, "waiting_for_approval").await;
+    let request = asked["pending_request_id"].as_str().unwrap().to_owned();
+    let done = wait_status(&service, &task, "succeeded").await;
+    assert_eq!(done["final_response"], "done without the answer");
+    assert_eq!(done["pending_request_id"], Value::Null);
+    let events = call(
+        &service,
+        TaskEventsParams {
+            task_id: task.clone(),
+            after_event_id: None,
+            limit: None,
+        },
+    )
+    .await
+    .unwrap();
+    let types: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"interaction.stale"), "{types:?}");
+    assert_eq!(types.last(), Some(&"task.completed"), "{types:?}");
+    // A late answer finds the request stale.
+    let late = call(
+        &service,
+        TaskApprovalRespondParams {
+            task_id: task,
+            request_id: request,
+            decision: "approve_once".to_owned(),
+            granted_permission_ids: None,
+            option_id: None,
+        },
+    )
+    .await;
+    assert_eq!(late, Err("REQUEST_STALE".to_owned()));
 }
