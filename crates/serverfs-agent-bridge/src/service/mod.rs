@@ -324,7 +324,11 @@ impl Core {
     async fn purge_expired(&self) {
         let retention_ms = i64::try_from(self.settings.retention.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_millis().saturating_sub(retention_ms);
-        let keep = self.guarded_task_ids();
+        // Reading the guard directory is file I/O: off the async workers.
+        let lock_dir = self.settings.lock_dir.clone();
+        let keep = tokio::task::spawn_blocking(move || guarded_task_ids(&lock_dir))
+            .await
+            .unwrap_or_default();
         match self
             .store
             .call(move |db| db.purge_terminal_before(cutoff, &keep))
@@ -340,21 +344,6 @@ impl Core {
                 }
             }
             Err(error) => tracing::warn!(code = error.code().as_str(), "retention purge failed"),
-        }
-    }
-
-    /// Task ids named by a recovery guard; unreadable guards are logged and
-    /// protect nothing here (they block their workdir until fixed anyway).
-    fn guarded_task_ids(&self) -> Vec<String> {
-        match serverfs_lease::list_guards(&self.settings.lock_dir) {
-            Ok(guards) => guards
-                .into_iter()
-                .map(|(_, record)| record.task_id)
-                .collect(),
-            Err(error) => {
-                tracing::warn!(code = error.code().as_str(), "recovery guards unreadable");
-                Vec::new()
-            }
         }
     }
 
@@ -390,6 +379,22 @@ impl Core {
         }
         for adapter in self.runtimes.iter() {
             adapter.close().await;
+        }
+    }
+}
+
+/// Task ids named by a recovery guard in `lock_dir`; unreadable guards are
+/// logged and protect nothing here (they block their workdir until fixed
+/// anyway).
+fn guarded_task_ids(lock_dir: &std::path::Path) -> Vec<String> {
+    match serverfs_lease::list_guards(lock_dir) {
+        Ok(guards) => guards
+            .into_iter()
+            .map(|(_, record)| record.task_id)
+            .collect(),
+        Err(error) => {
+            tracing::warn!(code = error.code().as_str(), "recovery guards unreadable");
+            Vec::new()
         }
     }
 }

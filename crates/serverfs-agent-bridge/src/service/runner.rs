@@ -143,7 +143,7 @@ impl Core {
                 // adapter is asked (spec §8.4).
                 let completed = outcome.status == TurnStatus::Completed;
                 let liveness = self.liveness_after_turn(live, &plan, completed).await;
-                live.end_lease(liveness);
+                end_lease(live, liveness).await;
                 self.settle(&task_id, &plan, outcome).await;
             }
             Ending::Stopped => {
@@ -179,7 +179,7 @@ impl Core {
                 // Terminal-first: the state was stored before the provider
                 // was stopped; the lease is held until it is.
                 let liveness = self.liveness_after_turn(live, &plan, false).await;
-                live.end_lease(liveness);
+                end_lease(live, liveness).await;
             }
         }
     }
@@ -435,6 +435,16 @@ impl Core {
             Err(_) => ProviderLiveness::Unknown,
         };
         provider_liveness(adapter_says, groups)
+    }
+}
+
+/// [`LiveTask::end_lease`] (guard removal with its fsyncs) on the blocking
+/// pool, off the async workers.
+async fn end_lease(live: &Arc<LiveTask>, liveness: ProviderLiveness) {
+    let live = Arc::clone(live);
+    let ended = tokio::task::spawn_blocking(move || live.end_lease(liveness)).await;
+    if ended.is_err() {
+        tracing::error!("ending a writer lease failed");
     }
 }
 

@@ -276,13 +276,14 @@ impl Core {
                 "a review task cannot be continued as workspace-write",
             ));
         }
+        // Spec §3.7 order: the session first, then whether the task ended.
+        let session = prior
+            .native_session_id
+            .ok_or_else(|| not_resumable("the task to continue has no provider session"))?;
         if !prior.status.is_terminal() {
             return Err(not_resumable("the task to continue has not finished"));
         }
-        prior
-            .native_session_id
-            .map(Some)
-            .ok_or_else(|| not_resumable("the task to continue has no provider session"))
+        Ok(Some(session))
     }
 
     /// Takes the workdir's writer lease without waiting, after settling a
