@@ -732,3 +732,70 @@ fn visible_outside(out: &str) -> bool {
             .is_none_or(char::is_whitespace)
     })
 }
+
+#[test]
+fn credentials_are_scrubbed_from_provider_text() {
+    check_table(
+        "scrub_credentials",
+        scrub_credentials,
+        &[
+            // URL userinfo, with and without a password, any scheme.
+            (
+                "connect via http://bob:hunter2@proxy.example:3128 failed",
+                "connect via http://<redacted>@proxy.example:3128 failed",
+            ),
+            (
+                "socks5://token@10.0.0.1:1080/x",
+                "socks5://<redacted>@10.0.0.1:1080/x",
+            ),
+            // The last `@` of the authority ends the userinfo.
+            (
+                "https://u:p@ss@host/path?q=a@b",
+                "https://<redacted>@host/path?q=a@b",
+            ),
+            ("'https://a:b@h'", "'https://<redacted>@h'"),
+            // An `@` after the authority is no userinfo.
+            (
+                "https://host/users/@me and mailto:x@y",
+                "https://host/users/@me and mailto:x@y",
+            ),
+            ("https://host:443/", "https://host:443/"),
+            // Bearer tokens, any case, padding included.
+            (
+                "401: Authorization: Bearer eyJhbGciOi.J9x_y-z~+/== rejected",
+                "401: Authorization: Bearer <redacted> rejected",
+            ),
+            ("bearer\tabc123, retry", "bearer\t<redacted>, retry"),
+            ("\"BEARER abc\"", "\"BEARER <redacted>\""),
+            // Prose loses the word after `bearer`: cheaper than guessing
+            // which tokens are real.
+            ("the bearer of news", "the bearer <redacted> news"),
+            // Not the word `Bearer`, or no token after it.
+            ("Bearer: none", "Bearer: none"),
+            ("trailing Bearer", "trailing Bearer"),
+            ("cobearer abc", "cobearer abc"),
+            // `sk-`/`sk_` keys of 16 characters or more, as words.
+            (
+                "invalid key sk-proj-AbCdEf0123456789xyz given",
+                "invalid key <redacted> given",
+            ),
+            ("key=sk_live_0123456789abcdef.", "key=<redacted>."),
+            ("sk-0123456789abc", "<redacted>"),
+            // Too short, or glued to a word: not a key.
+            ("sk-012345678901", "sk-012345678901"),
+            (
+                "sk-learn and disk-0123456789abcdef",
+                "sk-learn and disk-0123456789abcdef",
+            ),
+            ("risk_0123456789abcdefgh", "risk_0123456789abcdefgh"),
+            ("skip-0123456789abcdef", "skip-0123456789abcdef"),
+            // Everything at once; non-ASCII around it stays intact.
+            (
+                "é https://a:b@h → Bearer t0k sk-0123456789abcdef ✓",
+                "é https://<redacted>@h → Bearer <redacted> <redacted> ✓",
+            ),
+            ("nothing to see", "nothing to see"),
+            ("", ""),
+        ],
+    );
+}

@@ -31,7 +31,8 @@ use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process_group};
 use serde_json::{Value, json};
 use serverfs_testkit::mock_codex::{
-    CLI_VERSION, MESSAGE_LOG_FILE, MockCodexDaemon, MockState, SLOW_DELAY,
+    CLI_VERSION, HUGE_CHANGE_COUNT, HUGE_COMMAND_BYTES, MESSAGE_LOG_FILE, MockCodexDaemon,
+    MockState, SLOW_DELAY, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL,
 };
 
 use super::daemon::{Daemon, Setup, WAIT, Workdir};
@@ -110,6 +111,11 @@ both_transports!(
     transport_drop_mid_turn,
     failed_turn,
     noise_is_ignored,
+    provider_errors_lose_credentials,
+    non_json_lines_are_skipped,
+    object_only_decisions_are_refused_at_once,
+    huge_items_are_bounded,
+    cancel_while_the_thread_starts,
 );
 
 /// The `mock-codex` binary, built once per test run if it is missing.
@@ -939,6 +945,14 @@ fn permission_approvals(transport: Transport) {
                 "scope": "turn",
             }),
         ),
+        // An empty selection grants nothing (an absent one, above,
+        // grants everything requested).
+        (
+            "approve_once",
+            Some(json!([])),
+            Some("permission:turn:"),
+            json!({ "permissions": {}, "scope": "turn" }),
+        ),
         (
             "deny",
             None,
@@ -1303,6 +1317,124 @@ fn noise_is_ignored(transport: Transport) {
     assert_eq!(answers(&rig.log()), Vec::<Value>::new());
 }
 
+fn provider_errors_lose_credentials(transport: Transport) {
+    // `leaky-error`: a proxy URL with userinfo and a bearer token in the
+    // `error` notification, an API key in the turn's error.
+    let rig = Rig::start(transport);
+    let task = rig.submit("leaky-error");
+    let view = rig.bridge.wait_status(&task, "failed");
+    assert_eq!(view["error_code"], "AGENT_PROVIDER_ERROR", "{view}");
+    assert_eq!(
+        view["error_message"], "invalid api key <redacted>",
+        "{view}"
+    );
+    assert_eq!(
+        payloads(&rig.bridge, &task, "provider.error"),
+        vec![json!({
+            "message": "proxy http://<redacted>@proxy.internal:3128 refused \
+                        Authorization: Bearer <redacted>",
+            "will_retry": true,
+        })]
+    );
+    rig.wait_workdir_free("a failed turn");
+}
+
+fn non_json_lines_are_skipped(transport: Transport) {
+    // `garbage`: a line (stdio) or text frame (daemon) that is not JSON in
+    // the middle of the turn.
+    let rig = Rig::start(transport);
+    let task = rig.submit("garbage");
+    let view = wait_terminal(&rig.bridge, &task);
+    assert_eq!(view["status"], "succeeded", "{view}");
+    assert_eq!(view["final_response"], "done:garbage", "{view}");
+}
+
+fn object_only_decisions_are_refused_at_once(transport: Transport) {
+    // Every decision Codex offers is object-shaped: nothing can be
+    // presented, so the request is refused without asking anyone, and the
+    // turn goes on.
+    let rig = Rig::start(transport);
+    let task = rig.submit("object-only-decisions");
+    let view = wait_terminal(&rig.bridge, &task);
+    assert_eq!(view["status"], "succeeded", "{view}");
+    assert_eq!(view["final_response"], "request-error:-32000", "{view}");
+    assert_eq!(
+        answers(&rig.log()),
+        vec![rpc_error(
+            json!(0),
+            -32000,
+            "no decision the Bridge can offer"
+        )]
+    );
+    let types = rig.bridge.event_types(&task);
+    assert_eq!(count(&types, "approval.requested"), 0, "{types:?}");
+}
+
+fn huge_items_are_bounded(transport: Transport) {
+    // `huge-item`: an 18 MB command line (one message above tungstenite's
+    // default 16 MiB frame limit) and a file change of 200 KiB.
+    let rig = Rig::start(transport);
+    let task = rig.submit("huge-item");
+    let view = wait_terminal(&rig.bridge, &task);
+    assert_eq!(view["status"], "succeeded", "{view}");
+    assert_eq!(view["final_response"], "done:huge-item", "{view}");
+    const { assert!(HUGE_COMMAND_BYTES > 16 << 20) };
+    let items = payloads(&rig.bridge, &task, "item.completed");
+    let command = items
+        .iter()
+        .find(|item| item["id"] == "call_huge")
+        .expect("the command item");
+    // Cut at 16 KiB, on a character boundary (`€` is three bytes).
+    assert_eq!(
+        command,
+        &json!({
+            "type": "commandExecution", "id": "call_huge", "command": "€".repeat(16 * 1024 / 3),
+            "cwd": ".", "status": "completed", "truncated": true,
+        })
+    );
+    let patch = items
+        .iter()
+        .find(|item| item["id"] == "patch_huge")
+        .expect("the file change item");
+    assert_eq!(
+        patch,
+        &json!({
+            "type": "fileChange", "id": "patch_huge", "status": "completed",
+            "changes": { "count": HUGE_CHANGE_COUNT, "truncated": true }, "truncated": true,
+        })
+    );
+}
+
+fn cancel_while_the_thread_starts(transport: Transport) {
+    // The model name makes the mock answer thread/start SLOW_THREAD_DELAY
+    // late; a cancel meanwhile ends the task without waiting for it.
+    let rig = Rig::start(transport);
+    let task = rig.submit_with(json!({ "prompt": "hello", "model": SLOW_THREAD_MODEL }));
+    let sent = poll(WAIT, "thread/start to reach the mock", || {
+        position(&rig.log(), "thread/start").map(|_| Instant::now())
+    });
+    let cancelled = rig.bridge.ok("task.cancel", json!({ "task_id": task }));
+    assert_eq!(cancelled["status"], "cancelled");
+    rig.wait_workdir_free("a cancel while the thread starts");
+    assert!(
+        sent.elapsed() < SLOW_THREAD_DELAY / 2,
+        "the workdir was held {:?} after thread/start: the turn waited for it",
+        sent.elapsed()
+    );
+    assert_eq!(requests(&rig.log(), "turn/start"), Vec::<Value>::new());
+    if transport == Transport::Stdio {
+        rig.wait_no_mock_process("a cancel while the thread starts");
+    }
+    let view = rig.bridge.task(&task);
+    assert_eq!(view["status"], "cancelled", "{view}");
+    // The runtime takes the next task.
+    let next = rig.submit("after the cancel");
+    assert_eq!(
+        rig.bridge.wait_status(&next, "succeeded")["final_response"],
+        "done:after the cancel"
+    );
+}
+
 /// Starts a `wait` turn and SIGKILLs the Bridge in the middle of it;
 /// returns the task id and the guard's recorded process group.
 fn crash_mid_turn(rig: &mut Rig) -> (String, Option<i32>) {
@@ -1460,6 +1592,9 @@ impl Drop for StopDaemon<'_> {
 
 #[test]
 fn autostart_starts_the_daemon_for_a_task() {
+    // The mock's `daemon start` prints its status with `println!`, as
+    // Codex does: a Bridge that closed the pipe unread would see it exit
+    // with status 101 although the daemon started.
     let (setup, home) = codex_setup(Transport::Daemon);
     let setup = setup.agent("codex_autostart", "true");
     let stopper = StopDaemon { home: &home };

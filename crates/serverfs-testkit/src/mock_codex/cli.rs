@@ -268,12 +268,12 @@ fn daemon_stop() -> Result<(), Failure> {
     Ok(())
 }
 
-/// Prints a `daemon` status line, best effort: the daemon's state is what
-/// the exit status reports, and the Bridge closes this pipe unread.
+/// Prints a `daemon` status line with `println!`, as Codex does: on a
+/// closed stdout it panics and the command exits with status 101 although
+/// the daemon runs, so a Bridge that does not read this output sees the
+/// failure the real command gives it.
 fn report(line: impl std::fmt::Display) {
-    if let Err(Failure::Runtime(why) | Failure::Usage(why)) = say(line) {
-        diag(&format!("cannot print the status line: {why}"));
-    }
+    println!("{line}");
 }
 
 /// Prints one line on stdout; unlike `println!`, a closed stdout is an

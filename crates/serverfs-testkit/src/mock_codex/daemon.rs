@@ -136,6 +136,12 @@ async fn connection(stream: UnixStream, state: MockState, mut control: watch::Re
                         return;
                     }
                 }
+                Output::Raw(text) => {
+                    if let Err(e) = sink.send(Message::text(text)).await {
+                        diag(&format!("WebSocket write failed: {e}"));
+                        return;
+                    }
+                }
                 Output::Close => return,
             }
         }

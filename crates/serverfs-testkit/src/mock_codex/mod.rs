@@ -36,6 +36,8 @@
 //! `request-error:<code>`, `approvals:<d1>,<d2>`, `auto-done`,
 //! `steered:<text>`. A command-approval answer naming a decision that was
 //! not in `availableDecisions` renders as `approval:not-offered:<decision>`.
+//! `thread/start` with a model name containing [`SLOW_THREAD_MODEL`]
+//! answers [`SLOW_THREAD_DELAY`] late.
 //!
 //! # Logging
 //!
@@ -68,7 +70,10 @@ use std::process::ExitCode;
 pub use daemon::MockCodexDaemon;
 pub use session::{Output, Session};
 pub use state::MockState;
-pub use turn::{SLOW_DELAY, Scenario};
+pub use turn::{
+    HUGE_CHANGE_COUNT, HUGE_COMMAND_BYTES, LEAKY_NOTIFICATION, LEAKY_TURN_ERROR, SLOW_DELAY,
+    SLOW_THREAD_DELAY, SLOW_THREAD_MODEL, Scenario,
+};
 
 /// The version the mock reports (`codex-cli <this>` for `--version`).
 pub const CLI_VERSION: &str = "0.171.0-mock";

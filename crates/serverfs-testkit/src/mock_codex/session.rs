@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::state::{MockState, ThreadRecord};
-use super::turn::{ActiveTurn, RequestIds};
+use super::turn::{ActiveTurn, RequestIds, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL};
 use super::wire::{
     Incoming, PARSE_ERROR, RpcError, classify, error_response, notification, response,
 };
@@ -33,6 +33,9 @@ const SECOND_PAGE: &str = "mock-page-2";
 pub enum Output {
     /// Send one JSON-RPC message (a line on stdio, a text frame on WS).
     Send(Value),
+    /// Send this text as it is, as one line or text frame: not JSON (the
+    /// `garbage` scenario); it never contains a newline.
+    Raw(String),
     /// Close the transport now, without a goodbye (stdio: exit the process;
     /// WebSocket: drop the socket without a close frame).
     Close,
@@ -265,11 +268,20 @@ impl Session {
         let model = opt_str(params, "model")?
             .unwrap_or(DEFAULT_MODEL)
             .to_owned();
+        // Thread start has no prompt to pick a scenario from: the model
+        // name asks for a late answer instead.
+        let delay = model
+            .contains(SLOW_THREAD_MODEL)
+            .then_some(SLOW_THREAD_DELAY);
         let (id, record) = self.state.new_thread(cwd, model);
         let thread = thread_json(&id, &record, json!({ "type": "idle" }), false);
         let result = open_thread_result(thread.clone(), &record);
         let started = notification("thread/started", json!({ "thread": thread }));
-        Ok(Reply::then(result, vec![Output::Send(started)]))
+        Ok(Reply {
+            result,
+            then: vec![Output::Send(started)],
+            delay,
+        })
     }
 
     fn thread_resume(&mut self, params: &Map<String, Value>) -> Result<Reply, RpcError> {

@@ -61,6 +61,11 @@ where
                     bytes.push(b'\n');
                     writer.write_all(&bytes).await?;
                 }
+                Output::Raw(text) => {
+                    let mut bytes = text.into_bytes();
+                    bytes.push(b'\n');
+                    writer.write_all(&bytes).await?;
+                }
                 Output::Close => {
                     writer.flush().await?;
                     return Ok(Ended::Closed);

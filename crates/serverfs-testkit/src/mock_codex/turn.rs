@@ -20,6 +20,26 @@ use super::wire::{METHOD_NOT_FOUND, notification, request};
 /// scenario its own resolution.
 pub const SLOW_DELAY: Duration = Duration::from_secs(2);
 
+/// A model name containing this makes `thread/start` answer
+/// [`SLOW_THREAD_DELAY`] late (a thread has no prompt to pick a scenario
+/// from).
+pub const SLOW_THREAD_MODEL: &str = "slow-thread";
+
+/// How late `thread/start` answers for [`SLOW_THREAD_MODEL`]: long, so a
+/// client that waits for it instead of acting on a cancel is easy to tell
+/// from one that does not.
+pub const SLOW_THREAD_DELAY: Duration = Duration::from_secs(8);
+
+/// Bytes of the `huge-item` command line: more than a client keeps of one
+/// string field (16 KiB), and a message larger than a WebSocket library's
+/// usual frame limit (tungstenite's 16 MiB), which a client reading whole
+/// diffs must raise.
+pub const HUGE_COMMAND_BYTES: usize = 18_000_000;
+
+/// Entries of the `huge-item` file change, each with a 1 KiB diff: more
+/// than a client keeps of `changes` (32 KiB).
+pub const HUGE_CHANGE_COUNT: usize = 200;
+
 /// The scripted behaviours of a turn, chosen by a keyword in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -69,13 +89,37 @@ pub enum Scenario {
     /// request [`SLOW_DELAY`] after sending it, so that the client has
     /// presented it by then → `auto-done`.
     SlowResolve,
+    /// A line (or text frame) that is not JSON mid-turn, then as
+    /// [`Scenario::Default`].
+    Garbage,
+    /// A command approval offering object-shaped decisions only; a client
+    /// that cannot offer them refuses it → `request-error:<code>`.
+    ObjectOnlyDecisions,
+    /// A command item whose command is [`HUGE_COMMAND_BYTES`] long and a
+    /// file change of [`HUGE_CHANGE_COUNT`] entries, then as
+    /// [`Scenario::Default`].
+    HugeItem,
+    /// As [`Scenario::Fail`], with credentials in both error texts (a proxy
+    /// URL with userinfo, a bearer token, an API key).
+    LeakyError,
 }
+
+/// The `leaky-error` scenario's `error` notification message.
+pub const LEAKY_NOTIFICATION: &str =
+    "proxy http://alice:s3cret@proxy.internal:3128 refused Authorization: Bearer abc.DEF-123";
+
+/// The `leaky-error` scenario's failed-turn error message.
+pub const LEAKY_TURN_ERROR: &str = "invalid api key sk-proj-0123456789abcdefXYZ";
 
 /// Keywords in match order: a longer keyword containing a shorter one
 /// (`two-approvals` ⊃ `approval`, `secret-question` ⊃ `question`) comes
 /// first, so the first hit is the intended scenario.
-const KEYWORDS: [(&str, Scenario); 19] = [
+const KEYWORDS: [(&str, Scenario); 23] = [
     ("two-approvals", Scenario::TwoApprovals),
+    ("object-only-decisions", Scenario::ObjectOnlyDecisions),
+    ("garbage", Scenario::Garbage),
+    ("huge-item", Scenario::HugeItem),
+    ("leaky-error", Scenario::LeakyError),
     ("object-decisions", Scenario::ObjectDecisions),
     ("auto-resolve", Scenario::AutoResolve),
     ("string-id", Scenario::StringId),
@@ -227,6 +271,29 @@ impl ActiveTurn {
                 out.extend(self.command_approval(ids.next(), "call_1", decisions));
                 false
             }
+            Scenario::Garbage => {
+                out.push(Output::Send(
+                    self.item("item/started", self.agent_message("")),
+                ));
+                out.push(Output::Raw(
+                    "mock-codex: a stray line that is not JSON {".to_owned(),
+                ));
+                out.extend(self.complete(state, &format!("done:{}", self.prompt)));
+                true
+            }
+            Scenario::HugeItem => {
+                out.extend(self.huge_items().into_iter().map(Output::Send));
+                out.extend(self.complete(state, &format!("done:{}", self.prompt)));
+                true
+            }
+            Scenario::ObjectOnlyDecisions => {
+                let decisions = json!([
+                    { "acceptWithExecpolicyAmendment": { "execpolicy_amendment": ["pytest"] } },
+                    { "applyNetworkPolicyAmendment": { "host": "example.com" } },
+                ]);
+                out.extend(self.command_approval(ids.next(), "call_1", decisions));
+                false
+            }
             Scenario::ObjectDecisions => {
                 let decisions = json!([
                     "accept",
@@ -339,21 +406,22 @@ impl ActiveTurn {
                 false
             }
             Scenario::Steer | Scenario::Wait | Scenario::SlowStart => false,
-            Scenario::Fail => {
+            Scenario::Fail | Scenario::LeakyError => {
+                let (notified, failure) = if self.scenario == Scenario::Fail {
+                    ("model overloaded", "mock failure")
+                } else {
+                    (LEAKY_NOTIFICATION, LEAKY_TURN_ERROR)
+                };
                 out.push(Output::Send(notification(
                     "error",
                     json!({
-                        "error": { "message": "model overloaded", "codexErrorInfo": null, "additionalDetails": null },
+                        "error": { "message": notified, "codexErrorInfo": null, "additionalDetails": null },
                         "willRetry": true,
                         "threadId": self.thread_id,
                         "turnId": self.turn_id,
                     }),
                 )));
-                out.push(self.turn_completed(
-                    state,
-                    "failed",
-                    json!({ "message": "mock failure" }),
-                ));
+                out.push(self.turn_completed(state, "failed", json!({ "message": failure })));
                 true
             }
             Scenario::Drop => {
@@ -661,6 +729,35 @@ impl ActiveTurn {
         ))
     }
 
+    /// The `huge-item` items: a command whose line is
+    /// [`HUGE_COMMAND_BYTES`] of `€` (three bytes each, so a cut at a byte
+    /// bound lands inside a character unless the client takes care), and
+    /// a file change of [`HUGE_CHANGE_COUNT`] entries.
+    fn huge_items(&self) -> Vec<Value> {
+        let mut command = self.command_item("call_huge");
+        command["command"] = json!("€".repeat(HUGE_COMMAND_BYTES / 3));
+        command["status"] = json!("completed");
+        let changes: Vec<Value> = (0..HUGE_CHANGE_COUNT)
+            .map(|n| {
+                json!({
+                    "path": format!("{}/file-{n}.txt", self.cwd),
+                    "kind": { "type": "update", "move_path": null },
+                    "diff": "+".repeat(1024),
+                })
+            })
+            .collect();
+        let change = json!({
+            "type": "fileChange",
+            "id": "patch_huge",
+            "changes": changes,
+            "status": "completed",
+        });
+        vec![
+            self.item("item/completed", command),
+            self.item("item/completed", change),
+        ]
+    }
+
     /// Notifications a client must tolerate and ignore (spec-adapters §2.4
     /// step 8), plus an item of another turn that it must filter out.
     fn noise(&self) -> Vec<Value> {
@@ -800,6 +897,17 @@ mod tests {
         assert_eq!(Scenario::from_prompt("slow-start"), Scenario::SlowStart);
         assert_eq!(Scenario::from_prompt("slow-resolve"), Scenario::SlowResolve);
         assert_eq!(Scenario::from_prompt("slow"), Scenario::Slow);
+        assert_eq!(
+            Scenario::from_prompt("object-only-decisions"),
+            Scenario::ObjectOnlyDecisions
+        );
+        assert_eq!(
+            Scenario::from_prompt("object-decisions"),
+            Scenario::ObjectDecisions
+        );
+        assert_eq!(Scenario::from_prompt("leaky-error"), Scenario::LeakyError);
+        assert_eq!(Scenario::from_prompt("garbage"), Scenario::Garbage);
+        assert_eq!(Scenario::from_prompt("huge-item"), Scenario::HugeItem);
         assert_eq!(Scenario::from_prompt("hello"), Scenario::Default);
     }
 }

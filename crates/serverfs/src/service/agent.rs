@@ -6,13 +6,16 @@
 //! * `submit_agent_task` checks the workdir, agent mode, runtime allowlist,
 //!   profile and the working directory (through the confined kernel)
 //!   before anything reaches the Bridge.
-//! * Every task-id tool first reads the task and re-checks its workdir and
-//!   runtime against the current configuration, so a task of a workdir the
-//!   operator has since disabled cannot be driven any more.
+//! * Every task-id tool first reads the task and re-checks it against the
+//!   current configuration with the submit policy (agent mode, runtime,
+//!   the task's profile), so a task of a workdir the operator has since
+//!   disabled or downgraded cannot be driven any more. Cancelling needs only
+//!   the workdir to be configured still: stopping is always allowed.
 //! * `get_agent_task` and `read_agent_task_events` may long-poll
 //!   (`wait_seconds`, at most 45): they answer as soon as the task or its
 //!   event cursor moves — and `get_agent_task` at once when the task
-//!   waits for the client's own answer, which no wait can bring.
+//!   waits for the client's own answer, which no wait can bring — and no
+//!   later than the wait, however slow the Bridge.
 //! * A Bridge that cannot be reached is `AGENT_BRIDGE_UNAVAILABLE` within
 //!   the configured timeout, never a hang.
 
@@ -25,11 +28,11 @@ use serverfs_fs::{EntryKind, FsError};
 use serverfs_protocol::ErrorCode;
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use serverfs_protocol::bridge::{
-    BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog, RuntimeListParams,
-    RuntimeListResult, RuntimeModelsParams, TaskApprovalRespondParams, TaskCancelParams,
-    TaskCancelResult, TaskEventsParams, TaskEventsResult, TaskGetParams, TaskMessageSendParams,
-    TaskMessageSendResult, TaskQuestionAnswerParams, TaskResultChunk, TaskResultReadParams,
-    TaskSubmitParams, TaskSubmitResult, TaskView,
+    AgentProfile, BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog,
+    RuntimeListParams, RuntimeListResult, RuntimeModelsParams, TaskApprovalRespondParams,
+    TaskCancelParams, TaskCancelResult, TaskEventsParams, TaskEventsResult, TaskGetParams,
+    TaskMessageSendParams, TaskMessageSendResult, TaskQuestionAnswerParams, TaskResultChunk,
+    TaskResultReadParams, TaskSubmitParams, TaskSubmitResult, TaskView,
 };
 use tokio::time::Instant;
 
@@ -47,6 +50,18 @@ use crate::mcp::error::ToolError;
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Upper bound of the connect timeout (the call timeout bounds it too).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What a task-id tool is about to do, which decides how much of the
+/// current policy the task must still satisfy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskUse {
+    /// Read or drive the task: the full submit policy, with its profile.
+    Drive,
+    /// Stop it: allowed while its workdir is configured, whatever the
+    /// workdir's agent policy has become, so that an operator's downgrade
+    /// never leaves a task impossible to stop.
+    Stop,
+}
 
 /// The agent side of the MCP server.
 #[derive(Debug, Clone)]
@@ -236,11 +251,12 @@ impl AgentService {
         }
     }
 
-    /// Reads the task and re-checks its workdir and runtime against the
-    /// current configuration.
+    /// Reads the task and re-checks it against the current configuration
+    /// for `purpose`.
     async fn authorized_task(
         &self,
         task_id: &str,
+        purpose: TaskUse,
         audit: &AuditRecord,
     ) -> Result<TaskView, ToolError> {
         audit.set(|a| a.task_id = Some(task_id.to_owned()));
@@ -249,7 +265,7 @@ impl AgentService {
                 task_id: task_id.to_owned(),
             })
             .await?;
-        self.recheck(&task)?;
+        self.recheck(&task, purpose)?;
         audit.set(|a| {
             a.workdir = Some(task.workdir_alias.clone());
             a.runtime = Some(task.runtime.clone());
@@ -258,26 +274,19 @@ impl AgentService {
         Ok(task)
     }
 
-    fn recheck(&self, task: &TaskView) -> Result<(), ToolError> {
+    fn recheck(&self, task: &TaskView, purpose: TaskUse) -> Result<(), ToolError> {
         let workdir = self.workdirs.get(&task.workdir_alias).ok_or_else(|| {
             bridge_error(
                 BridgeErrorCode::WorkdirNotFound,
                 "the task's workdir is no longer configured",
             )
         })?;
-        let allowed = workdir.config.agent_mode.is_enabled()
-            && workdir
-                .config
-                .agent_runtimes
-                .iter()
-                .any(|runtime| runtime.as_str() == task.runtime);
-        if !allowed {
-            return Err(bridge_error(
-                BridgeErrorCode::AgentDisabled,
-                "agents are no longer allowed on the task's workdir",
-            ));
+        match purpose {
+            TaskUse::Drive => {
+                check_agent_policy(&workdir, &task.runtime, profile_param(task.profile))
+            }
+            TaskUse::Stop => Ok(()),
         }
-        Ok(())
     }
 
     /// `get_agent_task`, optionally waiting for a change.
@@ -287,7 +296,9 @@ impl AgentService {
         audit: &AuditRecord,
     ) -> Result<TaskView, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
-        let first = self.authorized_task(&params.task_id, audit).await?;
+        let first = self
+            .authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         // Nothing will change while the task waits for this client's answer
         // (or after it ended): answer at once rather than hold the caller.
         if first.status.is_terminal() || first.pending_request_id.is_some() {
@@ -296,11 +307,15 @@ impl AgentService {
         let mut latest = first.clone();
         while Instant::now() + POLL_INTERVAL <= deadline {
             tokio::time::sleep(POLL_INTERVAL).await;
-            latest = self
-                .call(TaskGetParams {
-                    task_id: params.task_id.clone(),
-                })
-                .await?;
+            let polled = self.call(TaskGetParams {
+                task_id: params.task_id.clone(),
+            });
+            // A slow Bridge must not hold the caller past its wait: the
+            // view already read is the answer then.
+            let Ok(polled) = tokio::time::timeout_at(deadline, polled).await else {
+                break;
+            };
+            latest = polled?;
             if moved(&first, &latest) {
                 break;
             }
@@ -316,7 +331,9 @@ impl AgentService {
         audit: &AuditRecord,
     ) -> Result<TaskEventsResult, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
-        let task = self.authorized_task(&params.task_id, audit).await?;
+        let task = self
+            .authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         let request = TaskEventsParams {
             task_id: params.task_id,
             after_event_id: Some(params.after_event_id),
@@ -324,16 +341,35 @@ impl AgentService {
         };
         let mut page = self.call(request.clone()).await?;
         let mut finished = task.status.is_terminal();
+        // Every call in the loop is bounded by what is left of the wait (a
+        // slow Bridge must not hold the caller past it); the page already
+        // read is the answer then.
         while page.events.is_empty() && !finished && Instant::now() + POLL_INTERVAL <= deadline {
             tokio::time::sleep(POLL_INTERVAL).await;
-            page = self.call(request.clone()).await?;
-            if page.events.is_empty() {
-                let now = self
-                    .call(TaskGetParams {
-                        task_id: request.task_id.clone(),
-                    })
-                    .await?;
-                finished = now.status.is_terminal();
+            let Ok(read) = tokio::time::timeout_at(deadline, self.call(request.clone())).await
+            else {
+                break;
+            };
+            page = read?;
+            if !page.events.is_empty() {
+                break;
+            }
+            let now = self.call(TaskGetParams {
+                task_id: request.task_id.clone(),
+            });
+            let Ok(now) = tokio::time::timeout_at(deadline, now).await else {
+                break;
+            };
+            finished = now?.status.is_terminal();
+            if finished {
+                // The task ended after the empty read: its terminal events
+                // are stored by now, so read once more rather than answer
+                // an empty page for a finished task.
+                let Ok(read) = tokio::time::timeout_at(deadline, self.call(request.clone())).await
+                else {
+                    break;
+                };
+                page = read?;
             }
         }
         audit.set(|a| a.returned = Some(page.events.len() as u64));
@@ -346,7 +382,8 @@ impl AgentService {
         params: ReadAgentTaskResultParams,
         audit: &AuditRecord,
     ) -> Result<TaskResultChunk, ToolError> {
-        self.authorized_task(&params.task_id, audit).await?;
+        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         let chunk = self
             .call(TaskResultReadParams {
                 task_id: params.task_id,
@@ -364,7 +401,8 @@ impl AgentService {
         params: RespondAgentApprovalParams,
         audit: &AuditRecord,
     ) -> Result<InteractionResolved, ToolError> {
-        self.authorized_task(&params.task_id, audit).await?;
+        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         audit.set(|a| a.decision = Some(params.decision.as_str()));
         self.call(TaskApprovalRespondParams {
             task_id: params.task_id,
@@ -382,7 +420,8 @@ impl AgentService {
         params: AnswerAgentQuestionParams,
         audit: &AuditRecord,
     ) -> Result<InteractionResolved, ToolError> {
-        self.authorized_task(&params.task_id, audit).await?;
+        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         let answers = params
             .answers
             .into_iter()
@@ -411,7 +450,8 @@ impl AgentService {
         params: SendAgentMessageParams,
         audit: &AuditRecord,
     ) -> Result<TaskMessageSendResult, ToolError> {
-        self.authorized_task(&params.task_id, audit).await?;
+        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+            .await?;
         self.call(TaskMessageSendParams {
             task_id: params.task_id,
             message: params.message,
@@ -425,7 +465,8 @@ impl AgentService {
         params: CancelAgentTaskParams,
         audit: &AuditRecord,
     ) -> Result<TaskCancelResult, ToolError> {
-        self.authorized_task(&params.task_id, audit).await?;
+        self.authorized_task(&params.task_id, TaskUse::Stop, audit)
+            .await?;
         let cancelled = self
             .call(TaskCancelParams {
                 task_id: params.task_id,
@@ -474,6 +515,14 @@ fn check_agent_policy(
         ));
     }
     Ok(())
+}
+
+/// The tool-side profile of a task's profile.
+fn profile_param(profile: AgentProfile) -> ProfileParam {
+    match profile {
+        AgentProfile::Review => ProfileParam::Review,
+        AgentProfile::WorkspaceWrite => ProfileParam::WorkspaceWrite,
+    }
 }
 
 /// When a long-poll must answer.

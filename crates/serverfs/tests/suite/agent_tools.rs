@@ -4,6 +4,7 @@
 //! Results are validated against the tools' published `outputSchema`
 //! (`Server::ok`). Lease behaviour is in `agent_lease.rs`.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -1193,7 +1194,6 @@ async fn task_tools_recheck_the_workdir_against_the_current_configuration() {
             "send_agent_message",
             json!({"task_id": task, "message": "x"}),
         ),
-        ("cancel_agent_task", json!({"task_id": task})),
     ];
     for (tool, args) in calls {
         assert_eq!(later.err(tool, args).await, "AGENT_DISABLED", "{tool}");
@@ -1202,9 +1202,75 @@ async fn task_tools_recheck_the_workdir_against_the_current_configuration() {
     let view = get(&server, &task).await;
     assert_eq!(view["status"], "waiting_for_approval");
     assert_eq!(view["pending_request_id"], request);
-    server
+    // Stopping stays possible while the workdir is configured.
+    let cancelled = later
         .ok("cancel_agent_task", json!({"task_id": task}))
         .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+}
+
+#[tokio::test]
+async fn task_tools_recheck_the_task_profile_against_a_downgraded_workdir() {
+    let env = AgentEnv::builder().build();
+    let _bridge = env.start_bridge();
+    let server = env.start_server().await;
+    let task = submit(&server, "fake: approval echo hi").await;
+    let view = wait_status(&server, &task, "waiting_for_approval").await;
+    let request = view["pending_request_id"].clone();
+    let review = submit_with(
+        &server,
+        json!({"prompt": "fake: complete read only", "profile": "review"}),
+    )
+    .await;
+    wait_status(&server, &review, "succeeded").await;
+
+    // A second MCP server on the same Bridge whose configuration has since
+    // downgraded `demo` to review (the operator's change).
+    let original = std::fs::read_to_string(env.root().join("serverfs.toml")).unwrap();
+    let write_mode = "agent_mode = \"workspace-write\"";
+    assert!(original.contains(write_mode));
+    let changed = env.root().join("review.toml");
+    std::fs::write(
+        &changed,
+        original.replacen(write_mode, "agent_mode = \"review\"", 1),
+    )
+    .unwrap();
+    let later = Server::start(&["--config", changed.to_str().unwrap()], &[]).await;
+    let calls = [
+        ("get_agent_task", json!({"task_id": task})),
+        ("read_agent_task_events", json!({"task_id": task})),
+        ("read_agent_task_result", json!({"task_id": task})),
+        (
+            "respond_agent_approval",
+            json!({"task_id": task, "request_id": request, "decision": "approve_once"}),
+        ),
+        (
+            "send_agent_message",
+            json!({"task_id": task, "message": "x"}),
+        ),
+    ];
+    for (tool, args) in calls {
+        assert_eq!(
+            later.err(tool, args).await,
+            "AGENT_PROFILE_NOT_ALLOWED",
+            "{tool}"
+        );
+    }
+    // A review task still passes the same checks there.
+    assert_eq!(
+        later.ok("get_agent_task", json!({"task_id": review})).await["status"],
+        "succeeded"
+    );
+    // Nothing was changed through the refused calls.
+    let view = get(&server, &task).await;
+    assert_eq!(view["status"], "waiting_for_approval");
+    assert_eq!(view["pending_request_id"], request);
+    // Stopping is always allowed.
+    let cancelled = later
+        .ok("cancel_agent_task", json!({"task_id": task}))
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(get(&server, &task).await["status"], "cancelled");
 }
 
 #[tokio::test]
@@ -1347,5 +1413,202 @@ async fn audit_records_carry_ids_and_outcomes_never_prompts_answers_or_responses
     assert!(
         !serverfs_log.contains(env.root().to_str().unwrap()),
         "host path in the serverfs log"
+    );
+}
+
+/// A relay between `serverfs` and the Bridge that can hold requests of one
+/// method back before forwarding them: a slow Bridge, on demand.
+struct SlowRelay {
+    hold: Arc<Mutex<Option<Hold>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+/// Which requests the relay holds back, and for how long.
+struct Hold {
+    method: &'static str,
+    /// Requests of `method` still let through at once.
+    skip: usize,
+    delay: Duration,
+}
+
+impl SlowRelay {
+    /// Listens on `listen`, relaying each connection to the Bridge at
+    /// `bridge`.
+    fn start(listen: &std::path::Path, bridge: &std::path::Path) -> SlowRelay {
+        let listener = tokio::net::UnixListener::bind(listen).expect("bind the relay");
+        let hold: Arc<Mutex<Option<Hold>>> = Arc::default();
+        let shared = Arc::clone(&hold);
+        let bridge = bridge.to_path_buf();
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(relay(client, bridge.clone(), Arc::clone(&shared)));
+            }
+        });
+        SlowRelay { hold, accept }
+    }
+
+    /// From now on, lets `skip` requests of `method` through, then holds
+    /// each further one `delay` before forwarding it.
+    fn hold(&self, method: &'static str, skip: usize, delay: Duration) {
+        *self.hold.lock().unwrap() = Some(Hold {
+            method,
+            skip,
+            delay,
+        });
+    }
+}
+
+impl Drop for SlowRelay {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// Relays one connection, request by request (the Bridge protocol answers
+/// in order, one frame per line).
+async fn relay(
+    client: tokio::net::UnixStream,
+    bridge: std::path::PathBuf,
+    hold: Arc<Mutex<Option<Hold>>>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let Ok(upstream) = tokio::net::UnixStream::connect(&bridge).await else {
+        return;
+    };
+    let (client_read, mut client_write) = client.into_split();
+    let (upstream_read, mut upstream_write) = upstream.into_split();
+    let mut client_read = BufReader::new(client_read);
+    let mut upstream_read = BufReader::new(upstream_read);
+    loop {
+        let mut request = String::new();
+        if !matches!(client_read.read_line(&mut request).await, Ok(n) if n > 0) {
+            return;
+        }
+        let method = serde_json::from_str::<Value>(&request)
+            .ok()
+            .and_then(|frame| frame["method"].as_str().map(str::to_owned));
+        let delay = match hold.lock().unwrap().as_mut() {
+            Some(hold) if method.as_deref() == Some(hold.method) => {
+                if hold.skip > 0 {
+                    hold.skip -= 1;
+                    None
+                } else {
+                    Some(hold.delay)
+                }
+            }
+            Some(_) | None => None,
+        };
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        let mut answer = String::new();
+        if upstream_write.write_all(request.as_bytes()).await.is_err()
+            || !matches!(upstream_read.read_line(&mut answer).await, Ok(n) if n > 0)
+            || client_write.write_all(answer.as_bytes()).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The Bridge, a [`SlowRelay`] in front of it and an MCP server talking to
+/// the relay.
+async fn behind_a_relay(env: &AgentEnv) -> (SlowRelay, Server) {
+    let bridge_socket = env.root().join("run/bridge.sock");
+    let relay_socket = env.root().join("run/relay.sock");
+    let relay = SlowRelay::start(&relay_socket, &bridge_socket);
+    let original = std::fs::read_to_string(env.root().join("serverfs.toml")).unwrap();
+    let quoted = |path: &std::path::Path| format!("{:?}", path.to_str().unwrap());
+    let direct = format!("socket = {}", quoted(&bridge_socket));
+    assert!(original.contains(&direct), "{original}");
+    let config = env.root().join("relayed.toml");
+    std::fs::write(
+        &config,
+        original.replacen(&direct, &format!("socket = {}", quoted(&relay_socket)), 1),
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap()], &[]).await;
+    (relay, server)
+}
+
+/// How long the relay holds a request back: far beyond the waits asked
+/// for, well within the call timeout (30 s).
+const SLOW_BRIDGE: Duration = Duration::from_secs(8);
+
+#[tokio::test]
+async fn long_polls_answer_within_their_wait_however_slow_the_bridge() {
+    let env = AgentEnv::builder().build();
+    let _bridge = env.start_bridge();
+    let (relay, server) = behind_a_relay(&env).await;
+    let task = start_long_task(&server).await;
+    // Let the turn's start-up writes (native ids) settle.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cursor = all_events(&server, &task).await.last().expect("events")["event_id"].clone();
+
+    // The first read (the authorization) is quick; every poll after it
+    // takes the Bridge SLOW_BRIDGE.
+    relay.hold("task.get", 1, SLOW_BRIDGE);
+    let asked = Instant::now();
+    let view = server
+        .ok(
+            "get_agent_task",
+            json!({"task_id": task, "wait_seconds": 2}),
+        )
+        .await;
+    let took = asked.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(5),
+        "get_agent_task(wait_seconds: 2) took {took:?}"
+    );
+    assert_eq!(view["status"], "running");
+
+    relay.hold("task.events", 1, SLOW_BRIDGE);
+    let asked = Instant::now();
+    let page = server
+        .ok(
+            "read_agent_task_events",
+            json!({"task_id": task, "after_event_id": cursor, "wait_seconds": 2}),
+        )
+        .await;
+    let took = asked.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(5),
+        "read_agent_task_events(wait_seconds: 2) took {took:?}"
+    );
+    assert_eq!(page["events"], json!([]));
+    assert_eq!(page["next_after_event_id"], cursor);
+
+    relay.hold("task.get", usize::MAX, Duration::ZERO);
+    server
+        .ok("cancel_agent_task", json!({"task_id": task}))
+        .await;
+}
+
+#[tokio::test]
+async fn an_events_long_poll_that_sees_the_task_end_returns_its_terminal_events() {
+    let env = AgentEnv::builder().build();
+    let _bridge = env.start_bridge();
+    let (relay, server) = behind_a_relay(&env).await;
+    let task = submit(&server, "fake: wait 3000").await;
+    wait_event(&server, &task, "turn.started").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cursor = all_events(&server, &task).await.last().expect("events")["event_id"].clone();
+
+    // The long poll's status check (the second `task.get`) reaches the
+    // Bridge only after the turn ended: the empty page read before it is
+    // stale by then.
+    relay.hold("task.get", 1, Duration::from_secs(5));
+    let page = server
+        .ok(
+            "read_agent_task_events",
+            json!({"task_id": task, "after_event_id": cursor, "wait_seconds": 20}),
+        )
+        .await;
+    let returned = types(page["events"].as_array().expect("events"));
+    assert_eq!(
+        returned.last().map(String::as_str),
+        Some("task.completed"),
+        "{returned:?}"
     );
 }

@@ -8,7 +8,8 @@
 //! * `daemon`: the user's managed daemon over WebSocket on its Unix control
 //!   socket (`ws://localhost/rpc`, text frames, no compression, never
 //!   through a proxy). With autostart, a failed connect runs the official
-//!   `codex app-server daemon start` once, then connects again.
+//!   `codex app-server daemon start` once, then connects again (whatever
+//!   the command's exit status: the socket decides).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,10 +17,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use serverfs_protocol::bridge::BridgeErrorCode;
+use tokio::io::AsyncReadExt;
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use super::rpc::{Incoming, RpcFailure, RpcPeer, Wire};
+use super::rpc::{Incoming, MAX_MESSAGE_BYTES, RpcFailure, RpcPeer, Wire};
 use crate::adapter::{AdapterError, Host};
 use crate::{ProviderChild, ProviderCommand, ProxyPolicy};
 
@@ -214,8 +217,15 @@ async fn connect_daemon(
         Err(error) if !autostart => return Err(error),
         Err(_) => {}
     }
-    start_daemon(config).await?;
-    websocket(&config.control_socket()).await
+    let started = start_daemon(config).await;
+    // Connect even after a failed start: the command's exit status is not
+    // the daemon's (it can fail printing its status line, or report an
+    // error while a daemon it raced with came up). Only when nothing
+    // listens is the start's own failure reported.
+    match websocket(&config.control_socket()).await {
+        Ok(socket) => Ok(socket),
+        Err(error) => Err(started.err().unwrap_or(error)),
+    }
 }
 
 async fn websocket(
@@ -227,10 +237,15 @@ async fn websocket(
         .map_err(|_| unavailable())?
         .map_err(|_| unavailable())?;
     // Client handshake only: no TLS, no permessage-deflate (offering it
-    // makes the daemon drop the connection).
+    // makes the daemon drop the connection). The library's default limits
+    // (16 MiB frames, 64 MiB messages) are below what stdio accepts; one
+    // bound for both transports, so a large diff fails neither.
+    let limits = WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_MESSAGE_BYTES));
     let (socket, _response) = tokio::time::timeout(
         CONNECT_BUDGET,
-        tokio_tungstenite::client_async("ws://localhost/rpc", stream),
+        tokio_tungstenite::client_async_with_config("ws://localhost/rpc", stream, Some(limits)),
     )
     .await
     .map_err(|_| unavailable())?
@@ -240,6 +255,12 @@ async fn websocket(
 
 /// Runs the official `codex app-server daemon start` (never anything
 /// else: the Bridge installs nothing).
+///
+/// Its stdout is read (and discarded) until it exits: Codex prints its
+/// status with `println!`, which panics on a closed pipe, so dropping the
+/// pipe would make a successful start exit with status 101. Reading stops
+/// when the command exits, not at end of file, since the daemon it starts
+/// may inherit the pipe.
 async fn start_daemon(config: &CodexConfig) -> Result<(), AdapterError> {
     let cwd = config.home.clone();
     let mut child = config
@@ -247,15 +268,107 @@ async fn start_daemon(config: &CodexConfig) -> Result<(), AdapterError> {
         .args(["app-server", "daemon", "start"])
         .spawn()
         .map_err(|error| AdapterError::new(error.code(), "codex could not be started"))?;
-    // The command prints status lines; nothing in them is needed.
-    drop(child.take_stdout());
     drop(child.take_stdin());
-    match tokio::time::timeout(DAEMON_START_BUDGET, child.wait()).await {
+    let mut stdout = child.take_stdout();
+    let waited = tokio::time::timeout(DAEMON_START_BUDGET, async {
+        // A fixed buffer, reused: the output is not needed, so memory
+        // stays bounded however much is printed.
+        let mut discard = [0_u8; 8192];
+        loop {
+            let reading = async {
+                match stdout.as_mut() {
+                    Some(pipe) => pipe.read(&mut discard).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                status = child.wait() => return status,
+                read = reading => {
+                    if matches!(read, Ok(0) | Err(_)) {
+                        stdout = None;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    match waited {
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(_) => Err(not_ready("official Codex daemon start failed")),
         Err(_) => {
             let _stopped = child.terminate(STOP_GRACE).await;
             Err(not_ready("official Codex daemon start timed out"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `daemon start` through `/bin/sh`: the adapter runs `<bin> app-server
+    //! daemon start` in `CODEX_HOME`, so with `bin = /bin/sh` the shell runs
+    //! the script file `app-server` there. No executable is written, so no
+    //! `ETXTBSY` race with other tests' forks.
+
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+
+    use serverfs_testkit::mock_codex::MockCodexDaemon;
+
+    use super::*;
+
+    /// A Codex home with `script` as the `daemon start` command.
+    fn home_with_start_script(script: &str) -> (tempfile::TempDir, CodexConfig) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::write(home.join("app-server"), script).unwrap();
+        let config = CodexConfig {
+            bin: PathBuf::from("/bin/sh"),
+            home,
+            transport: CodexTransport::Daemon { autostart: true },
+            request_timeout: Duration::from_secs(10),
+            proxy: ProxyPolicy::disabled(),
+        };
+        (dir, config)
+    }
+
+    #[tokio::test]
+    async fn daemon_start_output_is_drained_so_printing_cannot_fail_it() {
+        // About 240 KiB of status lines, far more than a pipe buffers; with
+        // the pipe closed the first line fails (SIGPIPE, or EPIPE and
+        // `set -e`), as Codex's `println!` panics.
+        let (_dir, config) = home_with_start_script(
+            "set -e\ni=0\nwhile [ $i -lt 4000 ]; do\n\
+             echo 'a status line of the daemon start command, sixty bytes'\n\
+             i=$((i+1))\ndone\n",
+        );
+        let started = start_daemon(&config).await;
+        assert_eq!(started, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_failed_daemon_start_still_connects_when_the_daemon_is_up() {
+        // The script asks for the daemon (a marker file), waits until its
+        // socket exists, then exits 1, as a start that came up but failed
+        // to report it.
+        let (_dir, config) = home_with_start_script(
+            ": > started\nn=0\n\
+             while [ ! -S app-server-control/app-server-control.sock ] && [ $n -lt 2000000 ]; do\n\
+             n=$((n+1))\ndone\nexit 1\n",
+        );
+        let marker = config.home.join("started");
+        let socket = config.control_socket();
+        let daemon = std::thread::spawn(move || {
+            let asked = Instant::now();
+            while !marker.exists() {
+                assert!(asked.elapsed() < Duration::from_secs(20), "never asked");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            MockCodexDaemon::start(socket).unwrap()
+        });
+        let connected = connect_daemon(&config, true).await;
+        let daemon = daemon.join().unwrap();
+        assert!(connected.is_ok(), "{:?}", connected.err());
+        drop(daemon);
     }
 }

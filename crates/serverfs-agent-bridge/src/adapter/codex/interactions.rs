@@ -3,7 +3,8 @@
 //! Only natively offered decisions are exposed; an unknown decision
 //! variant is never mapped to a neighbour (it is dropped from the offer).
 //! Object-shaped native decisions (e.g. `acceptWithExecpolicyAmendment`)
-//! are parsed without failing and not offered.
+//! are parsed without failing and not offered; a request offering nothing
+//! else is refused at once.
 
 use serde_json::{Map, Value, json};
 use serverfs_protocol::bridge::{
@@ -70,33 +71,50 @@ pub fn native_decision(decision: ApprovalDecision) -> &'static str {
 }
 
 /// The offer: native string decisions mapped, deduplicated, in the
-/// neutral order; the spec's default when none is given.
-fn offered(params: &Value) -> Vec<ApprovalDecision> {
-    let native: Vec<ApprovalDecision> = params
-        .get("availableDecisions")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .filter_map(neutral_decision)
-                .collect()
-        })
-        .unwrap_or_default();
-    if native.is_empty() {
-        return vec![
+/// neutral order; the spec's default when Codex gives no list (absent,
+/// `null` or empty). `None` when Codex gave a list of which nothing maps
+/// (only object-shaped or unknown decisions): offering the default then
+/// would let the human pick a decision Codex never offered.
+fn offered(params: &Value) -> Option<Vec<ApprovalDecision>> {
+    let listed = match params.get("availableDecisions") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(list)) => list.as_slice(),
+        Some(_) => return None,
+    };
+    if listed.is_empty() {
+        return Some(vec![
             ApprovalDecision::ApproveOnce,
             ApprovalDecision::Deny,
             ApprovalDecision::CancelTask,
-        ];
+        ]);
     }
-    ApprovalDecision::ALL
+    let native: Vec<ApprovalDecision> = listed
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(neutral_decision)
+        .collect();
+    let offer: Vec<ApprovalDecision> = ApprovalDecision::ALL
         .iter()
         .copied()
         .filter(|decision| native.contains(decision))
-        .collect()
+        .collect();
+    (!offer.is_empty()).then_some(offer)
 }
 
-fn approval(category: ApprovalCategory, title: &str, params: &Value) -> ApprovalPayload {
+/// The refusal of an approval whose offered decisions the Bridge cannot
+/// present: answered at once, so nothing unoffered is ever sent.
+const NOTHING_OFFERABLE: Ask = Ask::Refuse {
+    code: REFUSED,
+    message: "no decision the Bridge can offer",
+};
+
+/// An approval payload offering `available_decisions`.
+fn approval(
+    category: ApprovalCategory,
+    title: &str,
+    params: &Value,
+    available_decisions: Vec<ApprovalDecision>,
+) -> ApprovalPayload {
     ApprovalPayload {
         category,
         title: Some(title.to_owned()),
@@ -110,7 +128,7 @@ fn approval(category: ApprovalCategory, title: &str, params: &Value) -> Approval
         tool: None,
         tool_input: None,
         blocked_path: None,
-        available_decisions: offered(params),
+        available_decisions,
         options: None,
         approval_advice: None,
     }
@@ -121,7 +139,15 @@ fn approval(category: ApprovalCategory, title: &str, params: &Value) -> Approval
 pub fn ask(method: &str, params: &Value) -> Ask {
     match method {
         "item/commandExecution/requestApproval" => {
-            let mut payload = approval(ApprovalCategory::Command, "Codex command approval", params);
+            let Some(offer) = offered(params) else {
+                return NOTHING_OFFERABLE;
+            };
+            let mut payload = approval(
+                ApprovalCategory::Command,
+                "Codex command approval",
+                params,
+                offer,
+            );
             payload.command_display = match params.get("command") {
                 Some(Value::String(command)) => Some(command.clone()),
                 Some(Value::Array(argv)) => Some(
@@ -144,10 +170,14 @@ pub fn ask(method: &str, params: &Value) -> Ask {
             Ask::Approval(Box::new(payload), ApprovalKind::Decision)
         }
         "item/fileChange/requestApproval" => {
+            let Some(offer) = offered(params) else {
+                return NOTHING_OFFERABLE;
+            };
             let mut payload = approval(
                 ApprovalCategory::FileChange,
                 "Codex file-change approval",
                 params,
+                offer,
             );
             payload.file_changes = text(params, "grantRoot").map(|path| vec![FileChange { path }]);
             Ask::Approval(Box::new(payload), ApprovalKind::Decision)
@@ -160,12 +190,14 @@ pub fn ask(method: &str, params: &Value) -> Ask {
             else {
                 return Ask::Answer(json!({ "permissions": {}, "scope": "turn" }));
             };
+            // A permission request has no decision list: the response
+            // shape (`permissions` + `scope`) expresses all four.
             let mut payload = approval(
                 ApprovalCategory::ProviderPermission,
                 "Codex permission request",
                 params,
+                ApprovalDecision::ALL.to_vec(),
             );
-            payload.available_decisions = ApprovalDecision::ALL.to_vec();
             payload.requested_permissions = Some(
                 permissions
                     .iter()
@@ -253,13 +285,13 @@ pub fn approval_response(kind: &ApprovalKind, resolution: &ApprovalResolution) -
                 ApprovalDecision::ApproveSession => (true, "session"),
                 ApprovalDecision::Deny | ApprovalDecision::CancelTask => (false, "turn"),
             };
+            // Exactly the ids given: the core already turned an absent
+            // selection into "everything requested", so an empty list
+            // here means the human granted nothing.
             let permissions: Map<String, Value> = if granted {
                 requested
                     .iter()
-                    .filter(|(key, _)| {
-                        resolution.granted_permission_ids.is_empty()
-                            || resolution.granted_permission_ids.contains(key)
-                    })
+                    .filter(|(key, _)| resolution.granted_permission_ids.contains(key))
                     .map(|(key, value)| (key.clone(), value.clone()))
                     .collect()
             } else {
@@ -344,6 +376,45 @@ mod tests {
     }
 
     #[test]
+    fn an_offer_of_nothing_mappable_is_refused_not_defaulted() {
+        let default = vec![
+            ApprovalDecision::ApproveOnce,
+            ApprovalDecision::Deny,
+            ApprovalDecision::CancelTask,
+        ];
+        for absent in [
+            json!({}),
+            json!({ "availableDecisions": null }),
+            json!({ "availableDecisions": [] }),
+        ] {
+            let Ask::Approval(payload, _) = ask("item/commandExecution/requestApproval", &absent)
+            else {
+                panic!("not an approval: {absent}");
+            };
+            assert_eq!(payload.available_decisions, default, "{absent}");
+        }
+        for unmappable in [
+            json!({ "availableDecisions": [{ "acceptWithExecpolicyAmendment": {} }] }),
+            json!({ "availableDecisions": ["somethingNew", 7] }),
+            json!({ "availableDecisions": "accept" }),
+        ] {
+            for method in [
+                "item/commandExecution/requestApproval",
+                "item/fileChange/requestApproval",
+            ] {
+                assert_eq!(
+                    ask(method, &unmappable),
+                    Ask::Refuse {
+                        code: REFUSED,
+                        message: "no decision the Bridge can offer",
+                    },
+                    "{method} {unmappable}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn argv_commands_are_joined() {
         let Ask::Approval(payload, _) = ask(
             "item/commandExecution/requestApproval",
@@ -383,12 +454,21 @@ mod tests {
             ),
             json!({ "permissions": { "network": { "enabled": true } }, "scope": "session" })
         );
+        // The core resolves an absent selection to every requested id; an
+        // empty one reaching the adapter grants nothing.
         assert_eq!(
-            approval_response(&kind, &resolution(ApprovalDecision::ApproveOnce, &[]))["permissions"]
+            approval_response(
+                &kind,
+                &resolution(ApprovalDecision::ApproveOnce, &["fileSystem", "network"])
+            )["permissions"]
                 .as_object()
                 .unwrap()
                 .len(),
             2
+        );
+        assert_eq!(
+            approval_response(&kind, &resolution(ApprovalDecision::ApproveOnce, &[])),
+            json!({ "permissions": {}, "scope": "turn" })
         );
         assert_eq!(
             approval_response(&kind, &resolution(ApprovalDecision::Deny, &["network"])),

@@ -16,6 +16,7 @@ mod interactions;
 mod rpc;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -26,17 +27,18 @@ use serverfs_protocol::bridge::{
     ModelCatalog, ModelDiscovery, ModelInfo, ReconcileStatus,
 };
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinSet};
 
 pub use connect::{CodexConfig, CodexTransport};
 
 use self::connect::{Connection, request_failed};
 use self::interactions::{Ask, REFUSED, approval_response, ask, question_response};
-use self::rpc::{Incoming, RpcPeer};
+use self::rpc::{Incoming, RpcFailure, RpcPeer};
 use super::{
     Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
     TaskContext, TurnOutcome, TurnStatus,
 };
+use crate::redact::scrub_credentials;
 
 /// The runtime's name.
 pub const CODEX_RUNTIME: &str = "codex";
@@ -56,6 +58,18 @@ pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
 const PROBE_BUDGET: Duration = Duration::from_secs(5);
 /// Most models listed.
 const MAX_MODELS: usize = 64;
+/// Longest string field of an item event, in bytes: with the other fields
+/// it keeps an item well under the core's event cap (64 KiB by default),
+/// which would otherwise drop the whole event.
+const MAX_ITEM_TEXT: usize = 16 * 1024;
+/// Largest `changes` of a file-change item event, as compact JSON; a
+/// larger one is replaced by its count.
+const MAX_ITEM_CHANGES: usize = 32 * 1024;
+/// Codex's JSON-RPC code for a thread it cannot resume (unknown id, no
+/// rollout: measured on 0.171.0). Codex uses it for other invalid requests
+/// too, but on `thread/resume` with valid params it means the session is
+/// gone.
+const UNKNOWN_THREAD: i64 = -32600;
 
 /// A running turn, as steering and cancellation see it.
 struct Active {
@@ -78,6 +92,30 @@ struct State {
     active: HashMap<String, Arc<Active>>,
 }
 
+/// A turn's entry in [`State::active`], removed however the turn ends:
+/// returned, or dropped by the runner once its bounded wait is over. The
+/// turn handle is cleared too, since it holds the connection's peer.
+struct Registration<'a> {
+    state: &'a Mutex<State>,
+    task_id: String,
+    active: Arc<Active>,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.active.turn.send_replace(None);
+        let mut state = lock(self.state);
+        // Only our own entry: never one a later run of the id put there.
+        if state
+            .active
+            .get(&self.task_id)
+            .is_some_and(|active| Arc::ptr_eq(active, &self.active))
+        {
+            state.active.remove(&self.task_id);
+        }
+    }
+}
+
 /// The Codex adapter.
 pub struct CodexAdapter {
     config: CodexConfig,
@@ -90,6 +128,32 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 
 fn provider_error(message: impl Into<String>) -> AdapterError {
     AdapterError::new(BridgeErrorCode::AgentProviderError, message)
+}
+
+/// Resolves once the turn is cancelled.
+async fn cancellation(cancelled: &mut watch::Receiver<bool>) {
+    if cancelled.wait_for(|cancelled| *cancelled).await.is_err() {
+        // The sender lives in `Active` as long as the turn does; should it
+        // go, nothing can cancel any more, which is no reason to stop.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Runs a step before the turn exists (connecting, opening the thread)
+/// unless the task is cancelled first. Dropping such a step leaves nothing
+/// running in Codex that an interrupt would have to stop, so a cancel ends
+/// the task at once rather than after the step's own timeout.
+async fn unless_cancelled<T>(
+    cancelled: &mut watch::Receiver<bool>,
+    step: impl Future<Output = Result<T, AdapterError>>,
+) -> Result<T, AdapterError> {
+    tokio::select! {
+        biased;
+        () = cancellation(cancelled) => {
+            Err(provider_error("the turn was cancelled before it started"))
+        }
+        result = step => result,
+    }
 }
 
 /// The string at `key`, or the `type` of an object there (Codex 0.171.0
@@ -181,7 +245,7 @@ impl CodexAdapter {
                 NativeIds::default(),
             );
         }
-        let active = {
+        let registration = {
             let mut state = lock(&self.state);
             if state.closed {
                 return TurnOutcome::failed(
@@ -199,28 +263,40 @@ impl CodexAdapter {
             state
                 .active
                 .insert(ctx.task_id.clone(), Arc::clone(&active));
-            active
+            Registration {
+                state: &self.state,
+                task_id: ctx.task_id.clone(),
+                active,
+            }
         };
+        let active = Arc::clone(&registration.active);
+        let mut cancelled = active.cancelled.subscribe();
         let mut native = NativeIds {
             session_id: ctx.continue_native_session_id.clone(),
             turn_id: None,
         };
-        let outcome = match Connection::open(&self.config, &ctx.cwd, Some(host.as_ref())).await {
+        let opened = unless_cancelled(
+            &mut cancelled,
+            Connection::open(&self.config, &ctx.cwd, Some(host.as_ref())),
+        )
+        .await;
+        let outcome = match opened {
             Ok(mut connection) => {
                 let mut turn = Turn {
                     ctx: &ctx,
                     host: &host,
                     active: &active,
+                    cancelled,
                     native: &mut native,
-                    handlers: HashMap::new(),
+                    handlers: JoinSet::new(),
+                    serving: HashMap::new(),
                     final_answer: None,
                     last_message: None,
                 };
                 let peer = Arc::clone(&connection.peer);
                 let outcome = turn.follow(&peer, &mut connection.incoming).await;
-                for (_, handler) in turn.handlers.drain() {
-                    handler.abort();
-                }
+                // Aborts every server request still being served.
+                drop(turn);
                 active.turn.send_replace(None);
                 drop(peer);
                 connection.close().await;
@@ -228,23 +304,36 @@ impl CodexAdapter {
             }
             Err(error) => Err(error),
         };
-        lock(&self.state).active.remove(&ctx.task_id);
-        let cancelled = *active.cancelled.borrow();
+        drop(registration);
         let closed = lock(&self.state).closed;
-        match outcome {
-            Ok(text) => TurnOutcome::completed(text, native),
-            Err(_) if cancelled => TurnOutcome {
-                status: TurnStatus::Cancelled,
-                final_text: "the turn was cancelled".to_owned(),
-                native,
-            },
-            Err(_) if closed => TurnOutcome {
-                status: TurnStatus::Interrupted,
-                final_text: "the codex runtime was closed".to_owned(),
-                native,
-            },
-            Err(error) => TurnOutcome::failed(error, native),
-        }
+        let cancelled = *active.cancelled.borrow();
+        ending(outcome, closed, cancelled, native)
+    }
+}
+
+/// The outcome of a turn that ended with `result`.
+///
+/// A closed adapter is checked first: [`Adapter::close`] stops its turns
+/// through the cancel flag, yet they were not cancelled by the user.
+fn ending(
+    result: Result<String, AdapterError>,
+    closed: bool,
+    cancelled: bool,
+    native: NativeIds,
+) -> TurnOutcome {
+    match result {
+        Ok(text) => TurnOutcome::completed(text, native),
+        Err(_) if closed => TurnOutcome {
+            status: TurnStatus::Interrupted,
+            final_text: "the codex runtime was closed".to_owned(),
+            native,
+        },
+        Err(_) if cancelled => TurnOutcome {
+            status: TurnStatus::Cancelled,
+            final_text: "the turn was cancelled".to_owned(),
+            native,
+        },
+        Err(error) => TurnOutcome::failed(error, native),
     }
 }
 
@@ -253,9 +342,15 @@ struct Turn<'a> {
     ctx: &'a TaskContext,
     host: &'a Arc<dyn Host>,
     active: &'a Active,
+    /// Set by `cancel` (and `close`).
+    cancelled: watch::Receiver<bool>,
     native: &'a mut NativeIds,
-    /// Server requests being served, by stringified id.
-    handlers: HashMap<String, JoinHandle<()>>,
+    /// The tasks serving server requests: owned here, so that dropping the
+    /// turn (the runner gave up on it) aborts them all.
+    handlers: JoinSet<()>,
+    /// Server requests seen, by stringified id, to withdraw one Codex
+    /// resolved itself and to serve each id once.
+    serving: HashMap<String, AbortHandle>,
     /// The last agent message of phase `final_answer`.
     final_answer: Option<String>,
     /// The last agent message of any phase.
@@ -277,10 +372,12 @@ impl Turn<'_> {
                 if let Some(model) = &self.ctx.model {
                     params["model"] = json!(model);
                 }
-                let result = peer
-                    .request("thread/resume", params)
-                    .await
-                    .map_err(|failure| resume_failed(&failure))?;
+                let resumed = async {
+                    peer.request("thread/resume", params)
+                        .await
+                        .map_err(|failure| resume_failed(&failure))
+                };
+                let result = unless_cancelled(&mut self.cancelled, resumed).await?;
                 let resumed = string_at(&result, "/thread/id").unwrap_or_default();
                 if resumed != thread_id {
                     return Err(AdapterError::new(
@@ -295,10 +392,12 @@ impl Turn<'_> {
                 if let Some(model) = &self.ctx.model {
                     params["model"] = json!(model);
                 }
-                let result = peer
-                    .request("thread/start", params)
-                    .await
-                    .map_err(|failure| request_failed("thread/start", &failure))?;
+                let started = async {
+                    peer.request("thread/start", params)
+                        .await
+                        .map_err(|failure| request_failed("thread/start", &failure))
+                };
+                let result = unless_cancelled(&mut self.cancelled, started).await?;
                 string_at(&result, "/thread/id")
                     .ok_or_else(|| provider_error("Codex returned no thread id"))?
                     .to_owned()
@@ -311,10 +410,12 @@ impl Turn<'_> {
                 turn_id: None,
             })
             .await?;
-        let mut cancelled = self.active.cancelled.subscribe();
-        if *cancelled.borrow_and_update() {
+        if *self.cancelled.borrow_and_update() {
             return Err(provider_error("the turn was cancelled before it started"));
         }
+        // Not raced against a cancel: once sent, the turn may run in Codex
+        // (the managed daemon outlives this connection), and only its id,
+        // in this answer, lets us interrupt it. The runner bounds the wait.
         let result = peer
             .request(
                 "turn/start",
@@ -330,29 +431,38 @@ impl Turn<'_> {
             .ok_or_else(|| provider_error("Codex returned no turn id"))?
             .to_owned();
         self.native.turn_id = Some(turn_id.clone());
-        self.host
-            .record_native_ids(NativeIds {
-                session_id: None,
-                turn_id: Some(turn_id.clone()),
-            })
-            .await?;
         let handle = TurnHandle {
             peer: Arc::clone(peer),
             thread_id: thread_id.clone(),
             turn_id: turn_id.clone(),
         };
+        let recorded = self
+            .host
+            .record_native_ids(NativeIds {
+                session_id: None,
+                turn_id: Some(turn_id.clone()),
+            })
+            .await;
+        if let Err(error) = recorded {
+            // The turn already runs in Codex: stop it rather than leave it
+            // working unobserved (on the daemon it would outlive us).
+            interrupt(&handle).await;
+            return Err(error);
+        }
         self.active.turn.send_replace(Some(handle.clone()));
         // A cancel that arrived before the turn id existed interrupts now.
         let mut interrupted = false;
-        if *cancelled.borrow_and_update() {
+        if *self.cancelled.borrow_and_update() {
             interrupt(&handle).await;
             interrupted = true;
         }
         loop {
+            // Reap finished handlers so the set stays small in long turns.
+            while self.handlers.try_join_next().is_some() {}
             let message = tokio::select! {
                 message = incoming.recv() => message,
-                changed = cancelled.changed(), if !interrupted => {
-                    if changed.is_ok() && *cancelled.borrow_and_update() {
+                changed = self.cancelled.changed(), if !interrupted => {
+                    if changed.is_ok() && *self.cancelled.borrow_and_update() {
                         interrupt(&handle).await;
                         interrupted = true;
                     }
@@ -406,7 +516,7 @@ impl Turn<'_> {
                 // Codex resolved a request itself: stop waiting for the
                 // human (dropping the wait withdraws the interaction).
                 if let Some(key) = params.get("requestId").map(id_key)
-                    && let Some(handler) = self.handlers.remove(&key)
+                    && let Some(handler) = self.serving.remove(&key)
                 {
                     handler.abort();
                 }
@@ -446,8 +556,7 @@ impl Turn<'_> {
                             .or_else(|| error.as_str())
                     })
                     .or_else(|| params.get("message").and_then(Value::as_str))
-                    .unwrap_or("Codex reported an error")
-                    .to_owned();
+                    .map_or_else(|| "Codex reported an error".to_owned(), scrub_credentials);
                 let will_retry = params.get("willRetry").and_then(Value::as_bool) == Some(true);
                 let _ = self
                     .host
@@ -467,7 +576,7 @@ impl Turn<'_> {
                         let detail = string_at(&turn, "/error/message")
                             .map(str::to_owned)
                             .unwrap_or_else(|| format!("Codex turn ended with status {other}"));
-                        Err(provider_error(detail))
+                        Err(provider_error(scrub_credentials(&detail)))
                     }
                 });
             }
@@ -481,12 +590,12 @@ impl Turn<'_> {
     /// for the human at once (the host queues them).
     fn serve(&mut self, peer: &Arc<RpcPeer>, id: Value, method: String, params: Value) {
         let key = id_key(&id);
-        if self.handlers.contains_key(&key) {
+        if self.serving.contains_key(&key) {
             return;
         }
         let peer = Arc::clone(peer);
         let host = Arc::clone(self.host);
-        let handler = tokio::spawn(async move {
+        let handler = self.handlers.spawn(async move {
             match ask(&method, &params) {
                 Ask::Refuse { code, message } => peer.respond_error(&id, code, message),
                 Ask::Answer(result) => peer.respond(&id, result),
@@ -500,7 +609,7 @@ impl Turn<'_> {
                 },
             }
         });
-        self.handlers.insert(key, handler);
+        self.serving.insert(key, handler);
     }
 
     /// The last `final_answer` message, else the last message, else "".
@@ -518,7 +627,10 @@ fn id_key(id: &Value) -> String {
 }
 
 /// The event form of an item: its type and id plus the fields a client can
-/// act on (host paths are redacted by the core).
+/// act on (host paths are redacted by the core), bounded so that it fits an
+/// event: a string field longer than [`MAX_ITEM_TEXT`] is cut (on a
+/// character boundary), `changes` larger than [`MAX_ITEM_CHANGES`] becomes
+/// `{"count", "truncated"}`, and either adds `"truncated": true`.
 fn item_summary(item: &Value) -> Map<String, Value> {
     let mut summary = Map::new();
     let kind = tag(item, "type").unwrap_or_default();
@@ -529,23 +641,75 @@ fn item_summary(item: &Value) -> Map<String, Value> {
         "fileChange" => &["id", "status", "changes"],
         _ => &["id", "status"],
     };
+    let mut truncated = false;
     for key in keep {
         if let Some(value) = item.get(*key) {
             let value = match value {
                 Value::Object(object) if *key == "status" => {
                     object.get("type").cloned().unwrap_or_else(|| value.clone())
                 }
+                Value::String(text) if text.len() > MAX_ITEM_TEXT => {
+                    truncated = true;
+                    json!(utf8_prefix(text, MAX_ITEM_TEXT))
+                }
+                changes if *key == "changes" && json_len(changes) > MAX_ITEM_CHANGES => {
+                    truncated = true;
+                    let count = match changes {
+                        Value::Array(list) => list.len(),
+                        Value::Object(map) => map.len(),
+                        _ => 1,
+                    };
+                    json!({ "count": count, "truncated": true })
+                }
                 other => other.clone(),
             };
             summary.insert((*key).to_owned(), value);
         }
     }
+    if truncated {
+        summary.insert("truncated".to_owned(), json!(true));
+    }
     summary
 }
 
-fn resume_failed(failure: &rpc::RpcFailure) -> AdapterError {
+/// The longest prefix of `text` of at most `max` bytes ending on a
+/// character boundary.
+fn utf8_prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The length of `value` as compact JSON, without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` to a writer that never fails cannot fail; were it
+    // to, the count so far is a lower bound, never a panic.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// A failed `thread/resume`: the session is gone only when Codex says it
+/// has no such thread ([`UNKNOWN_THREAD`]); anything else (a timeout, a
+/// lost connection, another refusal) is not the session's fault.
+fn resume_failed(failure: &RpcFailure) -> AdapterError {
     match failure {
-        rpc::RpcFailure::Error { .. } => AdapterError::new(
+        RpcFailure::Error {
+            code: UNKNOWN_THREAD,
+            ..
+        } => AdapterError::new(
             BridgeErrorCode::AgentSessionNotResumable,
             "Codex could not resume the session",
         ),
@@ -916,3 +1080,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "turn_tests.rs"]
+mod turn_tests;

@@ -23,7 +23,8 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 /// Largest message accepted from the server (Codex frames can be large:
-/// whole file diffs); larger ones end the connection.
+/// whole file diffs); larger ones end the connection. Messages that are not
+/// JSON are skipped.
 pub const MAX_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
 
 /// One connection's byte pipe.
@@ -180,34 +181,40 @@ impl RpcPeer {
     }
 }
 
-/// Routes one decoded message; returns false when the connection must end.
-fn route(text: &str, pending: &Pending, incoming: &mpsc::UnboundedSender<Incoming>) -> bool {
+/// What [`route`] made of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routed {
+    /// Delivered (or a stray response, dropped).
+    Delivered,
+    /// Not a JSON object: skipped.
+    Skipped,
+    /// Nobody reads server messages any more: the connection must end.
+    Unread,
+}
+
+/// Routes one message.
+fn route(text: &str, pending: &Pending, incoming: &mpsc::UnboundedSender<Incoming>) -> Routed {
     let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(text) else {
-        // Not JSON: a protocol violation the turn cannot recover from.
-        return false;
+        return Routed::Skipped;
     };
     let params = message.remove("params").unwrap_or_else(|| json!({}));
-    match (message.remove("id"), message.remove("method")) {
+    let delivered = match (message.remove("id"), message.remove("method")) {
         (Some(id), None) => {
-            let Some(id) = id.as_i64() else {
-                return true;
-            };
-            let Some(waiter) = lock(pending).remove(&id) else {
-                return true;
-            };
-            let result = match (message.remove("result"), message.remove("error")) {
-                (_, Some(error)) => Err(RpcFailure::Error {
-                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                }),
-                (Some(result), None) => Ok(result),
-                (None, None) => Ok(Value::Null),
-            };
-            let _ = waiter.send(result);
+            if let Some(waiter) = id.as_i64().and_then(|id| lock(pending).remove(&id)) {
+                let result = match (message.remove("result"), message.remove("error")) {
+                    (_, Some(error)) => Err(RpcFailure::Error {
+                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    }),
+                    (Some(result), None) => Ok(result),
+                    (None, None) => Ok(Value::Null),
+                };
+                let _ = waiter.send(result);
+            }
             true
         }
         (Some(id), Some(Value::String(method))) => incoming
@@ -217,6 +224,33 @@ fn route(text: &str, pending: &Pending, incoming: &mpsc::UnboundedSender<Incomin
             .send(Incoming::Notification { method, params })
             .is_ok(),
         _ => true,
+    };
+    if delivered {
+        Routed::Delivered
+    } else {
+        Routed::Unread
+    }
+}
+
+/// Counts messages that were not JSON. Codex (or a library it loads) may
+/// print a stray line on stdout; one such line must not cost the turn, so
+/// it is skipped. Its content is never logged: it may hold prompt text or
+/// secrets.
+#[derive(Default)]
+struct Skipped(u64);
+
+impl Skipped {
+    /// Whether reading goes on after `routed`.
+    fn keep_reading(&mut self, routed: Routed) -> bool {
+        match routed {
+            Routed::Delivered => true,
+            Routed::Skipped => {
+                self.0 += 1;
+                tracing::debug!(skipped = self.0, "non-JSON message from Codex skipped");
+                true
+            }
+            Routed::Unread => false,
+        }
     }
 }
 
@@ -234,6 +268,7 @@ async fn read_lines(
 ) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
+    let mut skipped = Skipped::default();
     loop {
         line.clear();
         // A line over the bound ends the connection rather than growing
@@ -249,7 +284,7 @@ async fn read_lines(
         if text.is_empty() {
             continue;
         }
-        if !route(text, &pending, &incoming) {
+        if !skipped.keep_reading(route(text, &pending, &incoming)) {
             break;
         }
     }
@@ -270,10 +305,14 @@ async fn read_frames(
     pending: Pending,
     incoming: mpsc::UnboundedSender<Incoming>,
 ) {
+    let mut skipped = Skipped::default();
     while let Some(frame) = stream.next().await {
         let keep = match frame {
+            // The socket's own limits already refuse larger messages
+            // (`connect`); this keeps the bound should they be changed.
             Ok(Message::Text(text)) => {
-                text.len() <= MAX_MESSAGE_BYTES && route(text.as_str(), &pending, &incoming)
+                text.len() <= MAX_MESSAGE_BYTES
+                    && skipped.keep_reading(route(text.as_str(), &pending, &incoming))
             }
             Ok(Message::Close(_)) | Err(_) => false,
             // Pings are answered by the library; binary frames are not
