@@ -122,9 +122,8 @@ both_transports!(
 fn mock_codex() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
-        if let Ok(path) = serverfs_testkit::mock_codex::binary_path() {
-            return path;
-        }
+        // Always through cargo (a no-op when up to date): a stale mock from
+        // an older checkout would lack newer scenarios and fail confusingly.
         build_mock_codex();
         serverfs_testkit::mock_codex::binary_path()
             .unwrap_or_else(|error| panic!("mock-codex still missing after the build: {error}"))
