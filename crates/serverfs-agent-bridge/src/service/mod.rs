@@ -145,48 +145,42 @@ impl BridgeService for TaskService {
         let core = Arc::clone(&self.core);
         Box::pin(async move {
             let Request { request_id, call } = request;
-            let answer = core.dispatch(call).await;
-            match answer {
-                Ok(response) => response.into_response(request_id),
+            match core.dispatch(call).await {
+                Ok(result) => Response::success(request_id, &result),
                 Err(error) => error.into_response(request_id),
             }
         })
     }
 }
 
-/// A successful result, ready to be framed.
-pub(crate) struct Answer(Box<dyn FnOnce(String) -> Response + Send>);
-
-impl Answer {
-    fn of<T: serde::Serialize + Send + 'static>(result: T) -> Answer {
-        Answer(Box::new(move |request_id| {
-            Response::success(request_id, &result)
-        }))
-    }
-
-    fn into_response(self, request_id: String) -> Response {
-        (self.0)(request_id)
-    }
+/// A method's typed result as the JSON the response carries.
+fn answer<T: serde::Serialize>(result: T) -> ServiceResult<serde_json::Value> {
+    serde_json::to_value(result).map_err(|_| {
+        ServiceError::new(
+            BridgeErrorCode::BridgeProtocolError,
+            "the result could not be encoded",
+        )
+    })
 }
 
 impl Core {
-    async fn dispatch(self: &Arc<Self>, call: BridgeRequest) -> ServiceResult<Answer> {
-        Ok(match call {
-            BridgeRequest::RuntimeList(_) => Answer::of(self.runtime_list().await),
-            BridgeRequest::RuntimeModels(params) => Answer::of(self.runtime_models(params).await?),
-            BridgeRequest::TaskSubmit(params) => Answer::of(self.submit(params).await?),
-            BridgeRequest::TaskGet(params) => Answer::of(self.task_get(params.task_id).await?),
-            BridgeRequest::TaskEvents(params) => Answer::of(self.task_events(params).await?),
-            BridgeRequest::TaskResultRead(params) => Answer::of(self.result_read(params).await?),
+    async fn dispatch(self: &Arc<Self>, call: BridgeRequest) -> ServiceResult<serde_json::Value> {
+        match call {
+            BridgeRequest::RuntimeList(_) => answer(self.runtime_list().await),
+            BridgeRequest::RuntimeModels(params) => answer(self.runtime_models(params).await?),
+            BridgeRequest::TaskSubmit(params) => answer(self.submit(params).await?),
+            BridgeRequest::TaskGet(params) => answer(self.task_get(params.task_id).await?),
+            BridgeRequest::TaskEvents(params) => answer(self.task_events(params).await?),
+            BridgeRequest::TaskResultRead(params) => answer(self.result_read(params).await?),
             BridgeRequest::TaskApprovalRespond(params) => {
-                Answer::of(self.respond_approval(params).await?)
+                answer(self.respond_approval(params).await?)
             }
             BridgeRequest::TaskQuestionAnswer(params) => {
-                Answer::of(self.answer_question(params).await?)
+                answer(self.answer_question(params).await?)
             }
-            BridgeRequest::TaskMessageSend(params) => Answer::of(self.send_message(params).await?),
-            BridgeRequest::TaskCancel(params) => Answer::of(self.cancel(params.task_id).await?),
-        })
+            BridgeRequest::TaskMessageSend(params) => answer(self.send_message(params).await?),
+            BridgeRequest::TaskCancel(params) => answer(self.cancel(params.task_id).await?),
+        }
     }
 
     fn is_closing(&self) -> bool {
