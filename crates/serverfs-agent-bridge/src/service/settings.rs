@@ -13,7 +13,7 @@ use crate::store::StoreLimits;
 pub const MAX_PROMPT_BYTES: usize = 65_536;
 /// Largest steering message, in UTF-8 bytes (not configurable).
 pub const MAX_MESSAGE_BYTES: usize = 65_536;
-/// Longest `model`, `correlation_id` and `idempotency_key` values.
+/// Longest `model` value, in UTF-8 bytes.
 pub const MAX_MODEL_BYTES: usize = 512;
 /// Longest correlation id and idempotency key.
 pub const MAX_KEY_BYTES: usize = 256;
