@@ -146,25 +146,33 @@ impl BridgeService for TaskService {
         Box::pin(async move {
             let Request { request_id, call } = request;
             match core.dispatch(call).await {
-                Ok(result) => Response::success(request_id, &result),
+                Ok(result) => Response::Success { request_id, result },
                 Err(error) => error.into_response(request_id),
             }
         })
     }
 }
 
-/// A method's typed result as the JSON the response carries.
-fn answer<T: serde::Serialize>(result: T) -> ServiceResult<serde_json::Value> {
-    serde_json::to_value(result).map_err(|_| {
-        ServiceError::new(
+/// A method's typed result as the JSON object the response carries
+/// (encoded once, moved into the response).
+fn answer<T: serde::Serialize>(
+    result: T,
+) -> ServiceResult<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(result)) => Ok(result),
+        // Every result type is a struct; anything else is a bug.
+        Ok(_) | Err(_) => Err(ServiceError::new(
             BridgeErrorCode::BridgeProtocolError,
             "the result could not be encoded",
-        )
-    })
+        )),
+    }
 }
 
 impl Core {
-    async fn dispatch(self: &Arc<Self>, call: BridgeRequest) -> ServiceResult<serde_json::Value> {
+    async fn dispatch(
+        self: &Arc<Self>,
+        call: BridgeRequest,
+    ) -> ServiceResult<serde_json::Map<String, serde_json::Value>> {
         match call {
             BridgeRequest::RuntimeList(_) => answer(self.runtime_list().await),
             BridgeRequest::RuntimeModels(params) => answer(self.runtime_models(params).await?),
