@@ -1167,16 +1167,12 @@ async fn task_tools_recheck_the_workdir_against_the_current_configuration() {
 
     // A second MCP server on the same Bridge whose configuration has since
     // disabled agents on `demo` (the operator's change).
-    let original = std::fs::read_to_string(env.root().join("serverfs.toml")).unwrap();
-    let enabled = "agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]";
-    assert!(original.contains(enabled));
-    let changed = env.root().join("changed.toml");
-    std::fs::write(
-        &changed,
-        original.replacen(enabled, "agent_mode = \"disabled\"", 1),
+    let later = server_with_changed_config(
+        &env,
+        "agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]",
+        "agent_mode = \"disabled\"",
     )
-    .unwrap();
-    let later = Server::start(&["--config", changed.to_str().unwrap()], &[]).await;
+    .await;
     let calls = [
         ("get_agent_task", json!({"task_id": task})),
         ("read_agent_task_events", json!({"task_id": task})),
@@ -1226,16 +1222,12 @@ async fn task_tools_recheck_the_task_profile_against_a_downgraded_workdir() {
 
     // A second MCP server on the same Bridge whose configuration has since
     // downgraded `demo` to review (the operator's change).
-    let original = std::fs::read_to_string(env.root().join("serverfs.toml")).unwrap();
-    let write_mode = "agent_mode = \"workspace-write\"";
-    assert!(original.contains(write_mode));
-    let changed = env.root().join("review.toml");
-    std::fs::write(
-        &changed,
-        original.replacen(write_mode, "agent_mode = \"review\"", 1),
+    let later = server_with_changed_config(
+        &env,
+        "agent_mode = \"workspace-write\"",
+        "agent_mode = \"review\"",
     )
-    .unwrap();
-    let later = Server::start(&["--config", changed.to_str().unwrap()], &[]).await;
+    .await;
     let calls = [
         ("get_agent_task", json!({"task_id": task})),
         ("read_agent_task_events", json!({"task_id": task})),
@@ -1611,4 +1603,15 @@ async fn an_events_long_poll_that_sees_the_task_end_returns_its_terminal_events(
         Some("task.completed"),
         "{returned:?}"
     );
+}
+
+/// A second `serverfs` on the same Bridge, started from the shared
+/// configuration with `from` replaced by `to` once (an operator's later
+/// change of policy).
+async fn server_with_changed_config(env: &AgentEnv, from: &str, to: &str) -> Server {
+    let original = std::fs::read_to_string(env.root().join("serverfs.toml")).unwrap();
+    assert!(original.contains(from), "the configuration has no {from:?}");
+    let changed = env.root().join("changed.toml");
+    std::fs::write(&changed, original.replacen(from, to, 1)).unwrap();
+    Server::start(&["--config", changed.to_str().unwrap()], &[]).await
 }
