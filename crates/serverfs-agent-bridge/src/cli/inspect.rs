@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
-use serverfs_lease::{ProviderLiveness, probe_recorded_group};
+use serverfs_agent_bridge::{ProcessGroupId, is_group_alive};
 
 use super::{bridge_config, config_error};
 
@@ -105,18 +105,25 @@ fn write_guards(out: &mut String, lock_dir: &std::path::Path) {
         Ok(guards) => {
             let _ = writeln!(out, "recovery guards: {}", guards.len());
             for (lease, record) in guards {
-                let provider = match probe_recorded_group(&record) {
-                    ProviderLiveness::ProvenStopped => "stopped",
-                    ProviderLiveness::Running => "running",
-                    ProviderLiveness::Unknown => "unknown",
+                // Judged as the Bridge judges it: a group whose members have
+                // all exited (zombies not yet reaped) is gone.
+                let group = record.provider_pgid.and_then(ProcessGroupId::from_raw);
+                let provider = match group {
+                    Some(group) if is_group_alive(group) => "running",
+                    Some(_) => "stopped",
+                    None => "unknown",
                 };
-                let _ = writeln!(
+                let _ = write!(
                     out,
                     "  {} task={} runtime={} provider={provider}",
                     lease.label(),
                     record.task_id,
                     record.runtime,
                 );
+                if let Some(group) = group {
+                    let _ = write!(out, " pgid={}", group.as_raw());
+                }
+                out.push('\n');
             }
         }
         Err(error) => {

@@ -249,7 +249,8 @@ fn inspect_lists_a_kept_recovery_guard() {
     assert!(stdout.contains(&format!("  {task} running ")), "{stdout}");
     assert!(
         stdout.ends_with(&format!(
-            "recovery guards: 1\n  workdir demo task={task} runtime=fake provider=running\n"
+            "recovery guards: 1\n  workdir demo task={task} runtime=fake provider=running pgid={}\n",
+            tree.pgid()
         )),
         "{stdout}"
     );
@@ -260,7 +261,8 @@ fn inspect_lists_a_kept_recovery_guard() {
     assert!(status.success(), "{stderr}");
     assert!(
         stdout.ends_with(&format!(
-            "recovery guards: 1\n  workdir demo task={task} runtime=fake provider=stopped\n"
+            "recovery guards: 1\n  workdir demo task={task} runtime=fake provider=stopped pgid={}\n",
+            tree.pgid()
         )),
         "inspect only reads; the guard stays until a Bridge clears it:\n{stdout}"
     );
