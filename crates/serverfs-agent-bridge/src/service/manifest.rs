@@ -11,15 +11,11 @@ use crate::store::sha256_hex;
 /// The manifest schema this Bridge writes.
 const MANIFEST_SCHEMA_VERSION: u32 = 2;
 
-/// Canonical JSON: keys sorted (`serde_json`'s map is ordered), compact,
-/// UTF-8. `serde_json` cannot produce NaN, so the text is always valid.
-pub fn canonical_json(value: &Value) -> String {
-    value.to_string()
-}
-
-/// Lowercase hex SHA-256 of `value`'s canonical JSON.
+/// Lowercase hex SHA-256 of `value`'s canonical JSON: keys sorted
+/// (`serde_json`'s map is ordered), compact, UTF-8 (`serde_json` cannot
+/// produce NaN, so the text is always valid).
 pub fn sha256_of_canonical(value: &Value) -> String {
-    sha256_hex(canonical_json(value).as_bytes())
+    sha256_hex(value.to_string().as_bytes())
 }
 
 /// What identifies a submission for idempotency: equal fingerprints mean
@@ -127,4 +123,23 @@ pub fn build_manifest(
         _ => Map::new(),
     };
     (map, digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The digests rely on `serde_json` sorting object keys; a dependency
+    /// enabling its `preserve_order` feature would silently change every
+    /// fingerprint and manifest digest. This pins the canonical form.
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let written_unsorted = json!({ "b": 1, "a": { "d": [2, { "f": 3, "e": 4 }], "c": null } });
+        assert_eq!(
+            sha256_of_canonical(&written_unsorted),
+            sha256_hex(br#"{"a":{"c":null,"d":[2,{"e":4,"f":3}]},"b":1}"#)
+        );
+    }
 }

@@ -57,9 +57,10 @@ use serverfs_protocol::bridge::{
 use tokio::sync::Notify;
 
 pub use error::{ServiceError, ServiceResult};
-pub use policy::{Authorized, Policies, WorkdirPolicy, normalize_cwd};
+pub use policy::{Authorized, Policies, WorkdirPolicy};
 pub use runtimes::Runtimes;
-pub use settings::{MAX_MESSAGE_BYTES, MAX_PROMPT_BYTES, ServiceSettings};
+use settings::MAX_MESSAGE_BYTES;
+pub use settings::ServiceSettings;
 
 use self::live::LiveTask;
 use crate::rpc::{BridgeService, PeerInfo, ServiceFuture};
@@ -132,11 +133,6 @@ impl TaskService {
     /// is not proven stopped.
     pub async fn shutdown(&self) {
         self.core.shutdown().await;
-    }
-
-    /// The store, for read-only inspection.
-    pub fn store(&self) -> &Store {
-        &self.core.store
     }
 }
 

@@ -80,11 +80,6 @@ impl Policies {
         self.by_alias.get(alias)
     }
 
-    /// Every workdir policy, by alias.
-    pub fn iter(&self) -> impl Iterator<Item = &WorkdirPolicy> {
-        self.by_alias.values()
-    }
-
     /// Checks a submission in the spec's order: workdir, agent mode,
     /// runtime, profile, then the working directory.
     ///

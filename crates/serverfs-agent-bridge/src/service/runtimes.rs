@@ -44,9 +44,4 @@ impl Runtimes {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Adapter>> {
         self.adapters.values()
     }
-
-    /// The enabled runtime names, sorted.
-    pub fn names(&self) -> Vec<String> {
-        self.adapters.keys().cloned().collect()
-    }
 }
