@@ -471,6 +471,12 @@ fn new_task(transport: Transport) {
                     .all(|m| m == "initialize" || m == "initialized"),
                 "{probed:?}"
             );
+            // A successful probe is reused: listing again asks nothing.
+            let again = rig.bridge.ok("runtime.list", json!({}));
+            assert_eq!(again, listed);
+            let initializes =
+                |log: &[Value]| log.iter().filter(|m| m["method"] == "initialize").count();
+            assert_eq!(initializes(&rig.log()), 1, "{:?}", rig.log());
         }
     }
     let catalog = rig

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use serverfs_protocol::bridge::{
@@ -54,6 +54,8 @@ pub const CODEX_CAPABILITIES: Capabilities = Capabilities {
     model_discovery: ModelDiscovery::RuntimeCatalog,
 };
 
+/// How long a successful probe is reused.
+const PROBE_REUSE: Duration = Duration::from_secs(30);
 /// Budget of `codex --version` in a probe.
 const PROBE_BUDGET: Duration = Duration::from_secs(5);
 /// Most models listed.
@@ -90,6 +92,8 @@ struct TurnHandle {
 struct State {
     closed: bool,
     active: HashMap<String, Arc<Active>>,
+    /// The last successful probe and when it was taken.
+    last_probe: Option<(Instant, Probe)>,
 }
 
 /// A turn's entry in [`State::active`], removed however the turn ends:
@@ -188,6 +192,38 @@ impl CodexAdapter {
 
     /// A short-lived connection for probes, model lists and
     /// reconciliation; a Bridge-owned child runs in Codex's home.
+    /// Looks at the runtime without starting anything: `codex --version`
+    /// (stdio), or a handshake with the daemon (never starting it).
+    async fn probe_now(&self) -> Probe {
+        let unavailable = Probe {
+            available: false,
+            version: None,
+        };
+        match self.config.transport {
+            CodexTransport::Stdio => self.version_probe().await,
+            // Never starts the daemon: a probe only looks.
+            CodexTransport::Daemon { autostart } => {
+                let mut config = self.config.clone();
+                config.transport = CodexTransport::Daemon { autostart: false };
+                match Connection::open(&config, Path::new("/"), None).await {
+                    Ok(connection) => {
+                        let version = connection.user_agent.as_deref().and_then(version_of);
+                        connection.close().await;
+                        Probe {
+                            available: true,
+                            version,
+                        }
+                    }
+                    // A daemon that a task may start is available when
+                    // the CLI that starts it runs; otherwise submit
+                    // would refuse every task and autostart never run.
+                    Err(_) if autostart => self.version_probe().await,
+                    Err(_) => unavailable,
+                }
+            }
+        }
+    }
+
     /// Never starts the managed daemon: only a task may (autostart), not a
     /// model list or a reconciliation.
     async fn side_connection(&self) -> Result<Connection, AdapterError> {
@@ -824,33 +860,20 @@ impl Adapter for CodexAdapter {
 
     fn probe(&self) -> BoxFuture<'_, Probe> {
         Box::pin(async move {
-            let unavailable = Probe {
-                available: false,
-                version: None,
-            };
-            match self.config.transport {
-                CodexTransport::Stdio => self.version_probe().await,
-                // Never starts the daemon: a probe only looks.
-                CodexTransport::Daemon { autostart } => {
-                    let mut config = self.config.clone();
-                    config.transport = CodexTransport::Daemon { autostart: false };
-                    match Connection::open(&config, Path::new("/"), None).await {
-                        Ok(connection) => {
-                            let version = connection.user_agent.as_deref().and_then(version_of);
-                            connection.close().await;
-                            Probe {
-                                available: true,
-                                version,
-                            }
-                        }
-                        // A daemon that a task may start is available when
-                        // the CLI that starts it runs; otherwise submit
-                        // would refuse every task and autostart never run.
-                        Err(_) if autostart => self.version_probe().await,
-                        Err(_) => unavailable,
-                    }
-                }
+            // Every submit probes: a `codex --version` (a Node start) or a
+            // daemon handshake each time would put a process start on the
+            // submit path. A success is reused for a while; a failure is
+            // not, so a runtime that comes up is seen at once.
+            if let Some((at, probe)) = lock(&self.state).last_probe.clone()
+                && at.elapsed() < PROBE_REUSE
+            {
+                return probe;
             }
+            let probe = self.probe_now().await;
+            if probe.available {
+                lock(&self.state).last_probe = Some((Instant::now(), probe.clone()));
+            }
+            probe
         })
     }
 
