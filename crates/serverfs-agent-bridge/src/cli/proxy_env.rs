@@ -126,4 +126,22 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn no_proxy_entries_are_kept_and_line_breaks_refused() {
+        let mut vars = env("http://proxy:3128");
+        vars.insert(
+            "SERVERFS_AGENT_NO_PROXY".to_owned(),
+            " corp.example ".to_owned(),
+        );
+        assert_eq!(
+            read(&vars).unwrap().no_proxy.as_deref(),
+            Some("corp.example")
+        );
+        vars.insert("SERVERFS_AGENT_NO_PROXY".to_owned(), "a\nb".to_owned());
+        assert_eq!(
+            read(&vars).unwrap_err(),
+            "SERVERFS_AGENT_NO_PROXY: must not contain NUL or newlines"
+        );
+    }
 }
