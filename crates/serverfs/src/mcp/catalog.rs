@@ -1,9 +1,19 @@
-//! The tool catalog: names, descriptions, annotations and schemas, in the
+//! The tool table: every tool ServerFS can serve, declared once, in the
 //! fixed order `tools/list` reports them.
+//!
+//! [`tools!`] turns the table below into [`ToolName`] (names and listing
+//! order), [`ToolKind`] (which decides when a tool is listed and which
+//! service runs it), each tool's `tools/list` entry (description,
+//! annotations, input and output schemas) and [`ToolName::call`] (decode
+//! the arguments into the row's parameter type, run the row's handler), so
+//! none of them can drift from the others. Every match is exhaustive: a new
+//! row without a handler, or whose handler takes other parameters or
+//! returns another result than the row declares, does not compile.
 
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use serverfs_config::ServerSettings;
 use serverfs_protocol::bridge::{
@@ -11,11 +21,13 @@ use serverfs_protocol::bridge::{
     TaskMessageSendResult, TaskResultChunk, TaskSubmitResult, TaskView,
 };
 
+use super::ToolOutput;
 use super::agent_params::{
     AnswerAgentQuestionParams, CancelAgentTaskParams, GetAgentTaskParams, ListAgentModelsParams,
     ListAgentRuntimesParams, ReadAgentTaskEventsParams, ReadAgentTaskResultParams,
     RespondAgentApprovalParams, SendAgentMessageParams, SubmitAgentTaskParams,
 };
+use super::error::ToolError;
 use super::params::{
     CreateDirectoryParams, CreateTextFileParams, DeleteParams, DownloadBinaryFileParams,
     EditTextFileParams, FindFilesParams, ListDirectoryParams, ListWorkdirsParams,
@@ -27,319 +39,335 @@ use super::results::{
     ListWorkdirsResult, ReadTextFileResult, SearchTextResult, StatFileResult,
     UploadBinaryFileResult,
 };
+use crate::audit::AuditRecord;
+use crate::service::{AgentService, FileService};
 
-/// Every tool ServerFS can serve, in `tools/list` order.
+/// Which part of the surface a tool belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolName {
-    /// `list_workdirs`
-    ListWorkdirs,
-    /// `list_directory`
-    ListDirectory,
-    /// `find_files`
-    FindFiles,
-    /// `search_text`
-    SearchText,
-    /// `read_text_file`
-    ReadTextFile,
-    /// `stat_file`
-    StatFile,
-    /// `create_text_file`
-    CreateTextFile,
-    /// `edit_text_file`
-    EditTextFile,
-    /// `delete_file`
-    DeleteFile,
-    /// `create_directory`
-    CreateDirectory,
-    /// `delete_directory`
-    DeleteDirectory,
-    /// `download_binary_file`
-    DownloadBinaryFile,
-    /// `upload_binary_file`
-    UploadBinaryFile,
-    /// `list_agent_runtimes`
-    ListAgentRuntimes,
-    /// `list_agent_models`
-    ListAgentModels,
-    /// `submit_agent_task`
-    SubmitAgentTask,
-    /// `get_agent_task`
-    GetAgentTask,
-    /// `read_agent_task_events`
-    ReadAgentTaskEvents,
-    /// `read_agent_task_result`
-    ReadAgentTaskResult,
-    /// `respond_agent_approval`
-    RespondAgentApproval,
-    /// `answer_agent_question`
-    AnswerAgentQuestion,
-    /// `send_agent_message`
-    SendAgentMessage,
-    /// `cancel_agent_task`
-    CancelAgentTask,
+pub enum ToolKind {
+    /// Always listed; runs on the file service.
+    File,
+    /// Listed only when some workdir enables binary transfer; runs on the
+    /// file service.
+    Binary,
+    /// Listed only when the Bridge is enabled and some workdir allows
+    /// agents; runs on the agent service.
+    Agent,
 }
 
-impl ToolName {
-    /// All tools in listing order.
-    pub const ALL: &'static [ToolName] = &[
-        ToolName::ListWorkdirs,
-        ToolName::ListDirectory,
-        ToolName::FindFiles,
-        ToolName::SearchText,
-        ToolName::ReadTextFile,
-        ToolName::StatFile,
-        ToolName::CreateTextFile,
-        ToolName::EditTextFile,
-        ToolName::DeleteFile,
-        ToolName::CreateDirectory,
-        ToolName::DeleteDirectory,
-        ToolName::DownloadBinaryFile,
-        ToolName::UploadBinaryFile,
-        ToolName::ListAgentRuntimes,
-        ToolName::ListAgentModels,
-        ToolName::SubmitAgentTask,
-        ToolName::GetAgentTask,
-        ToolName::ReadAgentTaskEvents,
-        ToolName::ReadAgentTaskResult,
-        ToolName::RespondAgentApproval,
-        ToolName::AnswerAgentQuestion,
-        ToolName::SendAgentMessage,
-        ToolName::CancelAgentTask,
-    ];
-
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ToolName::ListWorkdirs => "list_workdirs",
-            ToolName::ListDirectory => "list_directory",
-            ToolName::FindFiles => "find_files",
-            ToolName::SearchText => "search_text",
-            ToolName::ReadTextFile => "read_text_file",
-            ToolName::StatFile => "stat_file",
-            ToolName::CreateTextFile => "create_text_file",
-            ToolName::EditTextFile => "edit_text_file",
-            ToolName::DeleteFile => "delete_file",
-            ToolName::CreateDirectory => "create_directory",
-            ToolName::DeleteDirectory => "delete_directory",
-            ToolName::DownloadBinaryFile => "download_binary_file",
-            ToolName::UploadBinaryFile => "upload_binary_file",
-            ToolName::ListAgentRuntimes => "list_agent_runtimes",
-            ToolName::ListAgentModels => "list_agent_models",
-            ToolName::SubmitAgentTask => "submit_agent_task",
-            ToolName::GetAgentTask => "get_agent_task",
-            ToolName::ReadAgentTaskEvents => "read_agent_task_events",
-            ToolName::ReadAgentTaskResult => "read_agent_task_result",
-            ToolName::RespondAgentApproval => "respond_agent_approval",
-            ToolName::AnswerAgentQuestion => "answer_agent_question",
-            ToolName::SendAgentMessage => "send_agent_message",
-            ToolName::CancelAgentTask => "cancel_agent_task",
-        }
-    }
-
-    /// Binary tools are listed only when some workdir enables binary transfer.
-    pub const fn is_binary(self) -> bool {
-        matches!(
-            self,
-            ToolName::DownloadBinaryFile | ToolName::UploadBinaryFile
-        )
-    }
-
-    /// Agent tools are listed only when the Bridge is enabled and some
-    /// workdir allows agents.
-    pub const fn is_agent(self) -> bool {
-        matches!(
-            self,
-            ToolName::ListAgentRuntimes
-                | ToolName::ListAgentModels
-                | ToolName::SubmitAgentTask
-                | ToolName::GetAgentTask
-                | ToolName::ReadAgentTaskEvents
-                | ToolName::ReadAgentTaskResult
-                | ToolName::RespondAgentApproval
-                | ToolName::AnswerAgentQuestion
-                | ToolName::SendAgentMessage
-                | ToolName::CancelAgentTask
-        )
-    }
-
-    fn definition(self, settings: &ServerSettings) -> Tool {
-        match self {
-            ToolName::ListWorkdirs => tool::<ListWorkdirsParams, ListWorkdirsResult>(
-                self,
-                READ,
-                "List the configured workdirs with their aliases, descriptions, access \
-                 (read-only or read-write) and capabilities. Call this first.",
-            ),
-            ToolName::ListDirectory => {
-                let mut t = tool::<ListDirectoryParams, ListDirectoryResult>(
-                    self,
-                    READ,
-                    "List one page of a directory's entries, sorted by name: name, path, type \
-                     (file/directory/symlink/other), size and modification time. Hidden and \
-                     denied entries are not shown; symlinks are listed but never followed.",
-                );
-                let default = settings.default_list_limit.min(settings.max_list_entries);
-                set_default(&mut t, "limit", u64::from(default));
-                t
-            }
-            ToolName::FindFiles => {
-                let mut t = tool::<FindFilesParams, FindFilesResult>(
-                    self,
-                    READ,
-                    "Find regular files by glob: on names (`*.rs`, `*.{js,ts}`) or, with a \
-                     `/`, on workdir-relative paths (`src/**/mod.rs`). Results are sorted; \
-                     symlinks, hidden and denied entries are never returned or entered.",
-                );
-                set_default(&mut t, "limit", search_default(settings));
-                t
-            }
-            ToolName::SearchText => {
-                let mut t = tool::<SearchTextParams, SearchTextResult>(
-                    self,
-                    READ,
-                    "Search file contents line by line, like ripgrep: literal text by \
-                     default or mode: regex; optional glob filter, case folding and context \
-                     lines. Honours .gitignore/.ignore unless include_ignored; skips binary \
-                     and huge files. Caps return partial results with truncated: true.",
-                );
-                set_default(&mut t, "limit", search_default(settings));
-                t
-            }
-            ToolName::ReadTextFile => tool::<ReadTextFileParams, ReadTextFileResult>(
-                self,
-                READ,
-                "Read a page of a UTF-8 text file by line (start_line, max_lines), line \
-                 endings untouched. When has_more is true, continue with next_cursor (fast, \
-                 exact) or next_start_line. Returns the file's revision token.",
-            ),
-            ToolName::StatFile => tool::<StatFileParams, StatFileResult>(
-                self,
-                READ,
-                "Describe one file, directory or symlink without following it: type, size, \
-                 modification time, MIME type and revision token.",
-            ),
-            ToolName::CreateTextFile => tool::<CreateTextFileParams, CreateTextFileResult>(
-                self,
-                CREATE,
-                "Create a new UTF-8 text file with exactly the given content. Never \
-                 overwrites: fails with PATH_ALREADY_EXISTS if anything exists at the path. \
-                 The parent directory must exist. Read-write workdirs only.",
-            ),
-            ToolName::EditTextFile => tool::<EditTextFileParams, EditTextFileResult>(
-                self,
-                DESTRUCTIVE,
-                "Apply exact-text replacements to a text file, in order, all or nothing. \
-                 Needs the file's current revision (expected_revision); each edit's \
-                 old_text must occur exactly expected_count times. BOM and line endings are \
-                 kept. Returns a unified diff; dry_run: true previews without writing.",
-            ),
-            ToolName::DeleteFile => tool::<DeleteParams, DeleteFileResult>(
-                self,
-                DESTRUCTIVE,
-                "Delete one regular file whose current revision is expected_revision. \
-                 Permanent; symlinks and directories are refused.",
-            ),
-            ToolName::CreateDirectory => tool::<CreateDirectoryParams, CreateDirectoryResult>(
-                self,
-                CREATE_IDEMPOTENT,
-                "Create one directory level (not recursive: the parent must exist).",
-            ),
-            ToolName::DeleteDirectory => tool::<DeleteParams, DeleteDirectoryResult>(
-                self,
-                DESTRUCTIVE,
-                "Delete one empty directory whose current revision (from stat_file) is \
-                 expected_revision.",
-            ),
-            ToolName::DownloadBinaryFile => {
-                tool::<DownloadBinaryFileParams, DownloadBinaryFileResult>(
-                    self,
-                    READ,
-                    "Download a file's raw bytes as an embedded base64 blob with size, MIME \
-                     type, SHA-256 and revision. Large files: pass max_bytes and offset to \
-                     fetch ranges, and the first range's revision as expected_revision.",
-                )
-            }
-            ToolName::UploadBinaryFile => tool::<UploadBinaryFileParams, UploadBinaryFileResult>(
-                self,
-                CREATE,
-                "Upload a whole file as standard base64. Creates a new file, or with \
-                 overwrite: true and expected_revision replaces an existing one atomically.",
-            ),
-            ToolName::ListAgentRuntimes => tool::<ListAgentRuntimesParams, RuntimeListResult>(
-                self,
-                READ,
-                "List the coding-agent runtimes the workdirs allow, with availability, \
-                 version and capabilities (live steering, approvals, questions, recovery). \
-                 Never starts an agent.",
-            ),
-            ToolName::ListAgentModels => tool::<ListAgentModelsParams, ModelCatalog>(
-                self,
-                READ_OPEN_WORLD,
-                "List a runtime's models. Give workdir and task_prompt (and optionally path \
-                 and profile) for advice on which model suits a task; advice is never \
-                 applied by itself.",
-            ),
-            ToolName::SubmitAgentTask => tool::<SubmitAgentTaskParams, TaskSubmitResult>(
-                self,
-                AGENT_SUBMIT,
-                "Delegate a task to a coding agent in a workdir and return its task_id at \
-                 once. Then poll get_agent_task (wait_seconds long-polls): relay a \
-                 pending_request to your user and answer it with respond_agent_approval or \
-                 answer_agent_question; read the final_response when status is succeeded.",
-            ),
-            ToolName::GetAgentTask => tool::<GetAgentTaskParams, TaskView>(
-                self,
-                READ,
-                "A task's status, pending approval or question (with the decisions on \
-                 offer), final response and error. wait_seconds (up to 45) waits for the \
-                 next change instead of answering at once.",
-            ),
-            ToolName::ReadAgentTaskEvents => tool::<ReadAgentTaskEventsParams, TaskEventsResult>(
-                self,
-                READ,
-                "Read a task's events in order, one page at a time: pass \
-                 next_after_event_id as after_event_id. wait_seconds (up to 45) waits for a \
-                 new event.",
-            ),
-            ToolName::ReadAgentTaskResult => tool::<ReadAgentTaskResultParams, TaskResultChunk>(
-                self,
-                READ,
-                "Read a large final response in chunks (when get_agent_task says \
-                     final_response_truncated): pass next_offset_bytes as offset_bytes until \
-                     eof; check the whole against result.sha256.",
-            ),
-            ToolName::RespondAgentApproval => {
-                tool::<RespondAgentApprovalParams, InteractionResolved>(
-                    self,
-                    AGENT_DESTRUCTIVE_IDEMPOTENT,
-                    "Answer a task's pending approval with one of its available_decisions, as \
-                     your user decided: approve_once, approve_session, deny or cancel_task. When \
-                     the request lists options, also pass the option_id your user chose.",
-                )
-            }
-            ToolName::AnswerAgentQuestion => {
-                tool::<AnswerAgentQuestionParams, InteractionResolved>(
-                    self,
-                    AGENT_IDEMPOTENT,
-                    "Answer a task's pending question: one answer per question, with \
-                     selected_option_ids and/or text as the question allows.",
-                )
-            }
-            ToolName::SendAgentMessage => tool::<SendAgentMessageParams, TaskMessageSendResult>(
-                self,
-                AGENT_STEER,
-                "Send guidance to a running task's agent (runtimes with live steering).",
-            ),
-            ToolName::CancelAgentTask => tool::<CancelAgentTaskParams, TaskCancelResult>(
-                self,
-                AGENT_DESTRUCTIVE_IDEMPOTENT,
-                "Cancel a task: it is marked cancelled at once and its agent is stopped. \
-                 Safe to repeat.",
-            ),
-        }
-    }
+/// The service a tool of kind `$kind` runs on. Agent tools are listed only
+/// with an agent service, so a missing one ends the call as an unknown
+/// tool.
+macro_rules! kind_service {
+    (File, $files:ident, $agent:ident) => {
+        $files
+    };
+    (Binary, $files:ident, $agent:ident) => {
+        $files
+    };
+    (Agent, $files:ident, $agent:ident) => {
+        $agent?
+    };
 }
 
+/// One row per tool:
+///
+/// ```text
+/// Variant => "wire_name" (ParamsType) -> ResultType {
+///     kind: File | Binary | Agent,
+///     hints: HINTS,
+///     handler: path::to::handler,          // fn(&Service, ParamsType, &AuditRecord)
+///     default limit: fn(&ServerSettings) -> u64,   // optional, repeatable
+///     description: "…",
+/// },
+/// ```
+///
+/// `ResultType` is the published `outputSchema`; the handler's output must
+/// render as exactly that type ([`ToolOutput::Structured`]). A `default`
+/// line writes a server-configured default into that input property.
+macro_rules! tools {
+    ($(
+        $variant:ident => $wire:literal ($params:ty) -> $result:ty {
+            kind: $kind:ident,
+            hints: $hints:expr,
+            handler: $handler:path,
+            $( default $property:ident: $default:path, )*
+            description: $description:literal,
+        },
+    )+) => {
+        /// Every tool ServerFS can serve, in `tools/list` order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ToolName {
+            $( #[doc = $description] $variant, )+
+        }
+
+        impl ToolName {
+            /// All tools in listing order.
+            pub const ALL: &'static [ToolName] = &[ $( ToolName::$variant, )+ ];
+
+            /// The wire name.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( ToolName::$variant => $wire, )+
+                }
+            }
+
+            /// The part of the surface the tool belongs to.
+            pub const fn kind(self) -> ToolKind {
+                match self {
+                    $( ToolName::$variant => ToolKind::$kind, )+
+                }
+            }
+
+            fn definition(self, settings: &ServerSettings) -> Tool {
+                match self {
+                    $( ToolName::$variant => {
+                        let tool = tool::<$params, $result>(self, $hints, $description);
+                        $(
+                            let tool =
+                                with_default(tool, stringify!($property), $default(settings));
+                        )*
+                        tool
+                    } )+
+                }
+            }
+
+            /// Decodes `arguments` into the tool's parameter type and runs
+            /// its handler on the service of its kind; `None` for an agent
+            /// tool without an agent service.
+            pub(super) async fn call(
+                self,
+                files: &FileService,
+                agent: Option<&AgentService>,
+                arguments: Option<JsonObject>,
+                audit: &AuditRecord,
+            ) -> Option<Result<CallToolResult, ToolError>> {
+                Some(match self {
+                    $( ToolName::$variant => {
+                        let service = kind_service!($kind, files, agent);
+                        run::<$params, $result, _, _, _>(arguments, |params| {
+                            $handler(service, params, audit)
+                        })
+                        .await
+                    } )+
+                })
+            }
+        }
+    };
+}
+
+tools! {
+    ListWorkdirs => "list_workdirs" (ListWorkdirsParams) -> ListWorkdirsResult {
+        kind: File,
+        hints: READ,
+        handler: list_workdirs,
+        description: "List the configured workdirs with their aliases, descriptions, access \
+            (read-only or read-write) and capabilities. Call this first.",
+    },
+    ListDirectory => "list_directory" (ListDirectoryParams) -> ListDirectoryResult {
+        kind: File,
+        hints: READ,
+        handler: FileService::list_directory,
+        default limit: list_default,
+        description: "List one page of a directory's entries, sorted by name: name, path, type \
+            (file/directory/symlink/other), size and modification time. Hidden and \
+            denied entries are not shown; symlinks are listed but never followed.",
+    },
+    FindFiles => "find_files" (FindFilesParams) -> FindFilesResult {
+        kind: File,
+        hints: READ,
+        handler: FileService::find_files,
+        default limit: search_default,
+        description: "Find regular files by glob: on names (`*.rs`, `*.{js,ts}`) or, with a \
+            `/`, on workdir-relative paths (`src/**/mod.rs`). Results are sorted; \
+            symlinks, hidden and denied entries are never returned or entered.",
+    },
+    SearchText => "search_text" (SearchTextParams) -> SearchTextResult {
+        kind: File,
+        hints: READ,
+        handler: FileService::search_text,
+        default limit: search_default,
+        description: "Search file contents line by line, like ripgrep: literal text by \
+            default or mode: regex; optional glob filter, case folding and context \
+            lines. Honours .gitignore/.ignore unless include_ignored; skips binary \
+            and huge files. Caps return partial results with truncated: true.",
+    },
+    ReadTextFile => "read_text_file" (ReadTextFileParams) -> ReadTextFileResult {
+        kind: File,
+        hints: READ,
+        handler: FileService::read_text_file,
+        description: "Read a page of a UTF-8 text file by line (start_line, max_lines), line \
+            endings untouched. When has_more is true, continue with next_cursor (fast, \
+            exact) or next_start_line. Returns the file's revision token.",
+    },
+    StatFile => "stat_file" (StatFileParams) -> StatFileResult {
+        kind: File,
+        hints: READ,
+        handler: FileService::stat_file,
+        description: "Describe one file, directory or symlink without following it: type, size, \
+            modification time, MIME type and revision token.",
+    },
+    CreateTextFile => "create_text_file" (CreateTextFileParams) -> CreateTextFileResult {
+        kind: File,
+        hints: CREATE,
+        handler: FileService::create_text_file,
+        description: "Create a new UTF-8 text file with exactly the given content. Never \
+            overwrites: fails with PATH_ALREADY_EXISTS if anything exists at the path. \
+            The parent directory must exist. Read-write workdirs only.",
+    },
+    EditTextFile => "edit_text_file" (EditTextFileParams) -> EditTextFileResult {
+        kind: File,
+        hints: DESTRUCTIVE,
+        handler: FileService::edit_text_file,
+        description: "Apply exact-text replacements to a text file, in order, all or nothing. \
+            Needs the file's current revision (expected_revision); each edit's \
+            old_text must occur exactly expected_count times. BOM and line endings are \
+            kept. Returns a unified diff; dry_run: true previews without writing.",
+    },
+    DeleteFile => "delete_file" (DeleteParams) -> DeleteFileResult {
+        kind: File,
+        hints: DESTRUCTIVE,
+        handler: FileService::delete_file,
+        description: "Delete one regular file whose current revision is expected_revision. \
+            Permanent; symlinks and directories are refused.",
+    },
+    CreateDirectory => "create_directory" (CreateDirectoryParams) -> CreateDirectoryResult {
+        kind: File,
+        hints: CREATE_IDEMPOTENT,
+        handler: FileService::create_directory,
+        description: "Create one directory level (not recursive: the parent must exist).",
+    },
+    DeleteDirectory => "delete_directory" (DeleteParams) -> DeleteDirectoryResult {
+        kind: File,
+        hints: DESTRUCTIVE,
+        handler: FileService::delete_directory,
+        description: "Delete one empty directory whose current revision (from stat_file) is \
+            expected_revision.",
+    },
+    DownloadBinaryFile => "download_binary_file"
+        (DownloadBinaryFileParams) -> DownloadBinaryFileResult {
+        kind: Binary,
+        hints: READ,
+        handler: FileService::download_binary_file,
+        description: "Download a file's raw bytes as an embedded base64 blob with size, MIME \
+            type, SHA-256 and revision. Large files: pass max_bytes and offset to \
+            fetch ranges, and the first range's revision as expected_revision.",
+    },
+    UploadBinaryFile => "upload_binary_file" (UploadBinaryFileParams) -> UploadBinaryFileResult {
+        kind: Binary,
+        hints: CREATE,
+        handler: FileService::upload_binary_file,
+        description: "Upload a whole file as standard base64. Creates a new file, or with \
+            overwrite: true and expected_revision replaces an existing one atomically.",
+    },
+    ListAgentRuntimes => "list_agent_runtimes" (ListAgentRuntimesParams) -> RuntimeListResult {
+        kind: Agent,
+        hints: READ,
+        handler: list_agent_runtimes,
+        description: "List the coding-agent runtimes the workdirs allow, with availability, \
+            version and capabilities (live steering, approvals, questions, recovery). \
+            Never starts an agent.",
+    },
+    ListAgentModels => "list_agent_models" (ListAgentModelsParams) -> ModelCatalog {
+        kind: Agent,
+        hints: READ_OPEN_WORLD,
+        handler: AgentService::list_agent_models,
+        description: "List a runtime's models. Give workdir and task_prompt (and optionally path \
+            and profile) for advice on which model suits a task; advice is never \
+            applied by itself.",
+    },
+    SubmitAgentTask => "submit_agent_task" (SubmitAgentTaskParams) -> TaskSubmitResult {
+        kind: Agent,
+        hints: AGENT_SUBMIT,
+        handler: AgentService::submit_agent_task,
+        description: "Delegate a task to a coding agent in a workdir and return its task_id at \
+            once. Then poll get_agent_task (wait_seconds long-polls): relay a \
+            pending_request to your user and answer it with respond_agent_approval or \
+            answer_agent_question; read the final_response when status is succeeded.",
+    },
+    GetAgentTask => "get_agent_task" (GetAgentTaskParams) -> TaskView {
+        kind: Agent,
+        hints: READ,
+        handler: AgentService::get_agent_task,
+        description: "A task's status, pending approval or question (with the decisions on \
+            offer), final response and error. wait_seconds (up to 45) waits for the \
+            next change instead of answering at once.",
+    },
+    ReadAgentTaskEvents => "read_agent_task_events"
+        (ReadAgentTaskEventsParams) -> TaskEventsResult {
+        kind: Agent,
+        hints: READ,
+        handler: AgentService::read_agent_task_events,
+        description: "Read a task's events in order, one page at a time: pass \
+            next_after_event_id as after_event_id. wait_seconds (up to 45) waits for a \
+            new event.",
+    },
+    ReadAgentTaskResult => "read_agent_task_result" (ReadAgentTaskResultParams) -> TaskResultChunk {
+        kind: Agent,
+        hints: READ,
+        handler: AgentService::read_agent_task_result,
+        description: "Read a large final response in chunks (when get_agent_task says \
+            final_response_truncated): pass next_offset_bytes as offset_bytes until \
+            eof; check the whole against result.sha256.",
+    },
+    RespondAgentApproval => "respond_agent_approval"
+        (RespondAgentApprovalParams) -> InteractionResolved {
+        kind: Agent,
+        hints: AGENT_DESTRUCTIVE_IDEMPOTENT,
+        handler: AgentService::respond_agent_approval,
+        description: "Answer a task's pending approval with one of its available_decisions, as \
+            your user decided: approve_once, approve_session, deny or cancel_task. When \
+            the request lists options, also pass the option_id your user chose.",
+    },
+    AnswerAgentQuestion => "answer_agent_question"
+        (AnswerAgentQuestionParams) -> InteractionResolved {
+        kind: Agent,
+        hints: AGENT_IDEMPOTENT,
+        handler: AgentService::answer_agent_question,
+        description: "Answer a task's pending question: one answer per question, with \
+            selected_option_ids and/or text as the question allows.",
+    },
+    SendAgentMessage => "send_agent_message" (SendAgentMessageParams) -> TaskMessageSendResult {
+        kind: Agent,
+        hints: AGENT_STEER,
+        handler: AgentService::send_agent_message,
+        description: "Send guidance to a running task's agent (runtimes with live steering).",
+    },
+    CancelAgentTask => "cancel_agent_task" (CancelAgentTaskParams) -> TaskCancelResult {
+        kind: Agent,
+        hints: AGENT_DESTRUCTIVE_IDEMPOTENT,
+        handler: AgentService::cancel_agent_task,
+        description: "Cancel a task: it is marked cancelled at once and its agent is stopped. \
+            Safe to repeat.",
+    },
+}
+
+// `list_workdirs` and `list_agent_runtimes` take no arguments (their
+// parameter types only refuse unknown ones), so their service methods take
+// none; these give them the table's handler shape.
+
+async fn list_workdirs(
+    files: &FileService,
+    _: ListWorkdirsParams,
+    audit: &AuditRecord,
+) -> Result<ListWorkdirsResult, ToolError> {
+    Ok(files.list_workdirs(audit))
+}
+
+async fn list_agent_runtimes(
+    agent: &AgentService,
+    _: ListAgentRuntimesParams,
+    audit: &AuditRecord,
+) -> Result<RuntimeListResult, ToolError> {
+    agent.list_agent_runtimes(audit).await
+}
+
+/// The published default page size of `list_directory`.
+fn list_default(settings: &ServerSettings) -> u64 {
+    u64::from(settings.default_list_limit.min(settings.max_list_entries))
+}
+
+/// The published default result count of `find_files` and `search_text`.
 fn search_default(settings: &ServerSettings) -> u64 {
     u64::from(
         settings
@@ -367,8 +395,11 @@ const AGENT_STEER: Hints = (false, Some(true), Some(false), true);
 pub fn tools(settings: &ServerSettings, binary_enabled: bool, agent_enabled: bool) -> Vec<Tool> {
     ToolName::ALL
         .iter()
-        .filter(|t| binary_enabled || !t.is_binary())
-        .filter(|t| agent_enabled || !t.is_agent())
+        .filter(|t| match t.kind() {
+            ToolKind::File => true,
+            ToolKind::Binary => binary_enabled,
+            ToolKind::Agent => agent_enabled,
+        })
         .map(|t| t.definition(settings))
         .collect()
 }
@@ -397,7 +428,8 @@ fn tool<P: JsonSchema + 'static, R: JsonSchema + 'static>(
         ))
 }
 
-fn set_default(tool: &mut Tool, property: &str, value: u64) {
+/// `tool` with `value` as the `default` of input property `property`.
+fn with_default(mut tool: Tool, property: &str, value: u64) -> Tool {
     let mut schema = (*tool.input_schema).clone();
     if let Some(prop) = schema
         .get_mut("properties")
@@ -407,4 +439,22 @@ fn set_default(tool: &mut Tool, property: &str, value: u64) {
         prop.insert("default".into(), json!(value));
     }
     tool.input_schema = schema.into();
+    tool
+}
+
+/// Decodes the arguments as `P`, runs the handler, and renders its output,
+/// whose structured content is `R`, the published output schema.
+async fn run<P, R, O, F, Fut>(
+    arguments: Option<JsonObject>,
+    handler: F,
+) -> Result<CallToolResult, ToolError>
+where
+    P: DeserializeOwned,
+    O: ToolOutput<Structured = R>,
+    F: FnOnce(P) -> Fut,
+    Fut: Future<Output = Result<O, ToolError>>,
+{
+    let params = serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))?;
+    handler(params).await?.into_tool_result()
 }

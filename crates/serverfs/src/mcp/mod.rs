@@ -19,7 +19,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::audit::AuditRecord;
 use crate::http::TokenName;
@@ -28,8 +28,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use catalog::ToolName;
 use error::ToolError;
-use params::ListWorkdirsParams;
-use results::Summary;
+use results::{DownloadBinaryFileResult, Summary};
 
 /// What every client is told at `initialize`.
 const INSTRUCTIONS: &str = "ServerFS gives structured access to a fixed set of server \
@@ -79,35 +78,9 @@ impl ServerFs {
             .find(|t| t.as_str() == tool.name)?;
         let audit = AuditRecord::start(tool.as_str());
         audit.set(|a| a.token_name = token_name);
-        let files = &self.files;
-        let a = &audit;
-        let outcome = match tool {
-            ToolName::ListWorkdirs => {
-                run(arguments, |_: ListWorkdirsParams| async {
-                    Ok(files.list_workdirs(a))
-                })
-                .await
-            }
-            ToolName::ListDirectory => run(arguments, |p| files.list_directory(p, a)).await,
-            ToolName::FindFiles => run(arguments, |p| files.find_files(p, a)).await,
-            ToolName::SearchText => run(arguments, |p| files.search_text(p, a)).await,
-            ToolName::ReadTextFile => run(arguments, |p| files.read_text_file(p, a)).await,
-            ToolName::StatFile => run(arguments, |p| files.stat_file(p, a)).await,
-            ToolName::CreateTextFile => run(arguments, |p| files.create_text_file(p, a)).await,
-            ToolName::EditTextFile => run(arguments, |p| files.edit_text_file(p, a)).await,
-            ToolName::DeleteFile => run(arguments, |p| files.delete_file(p, a)).await,
-            ToolName::CreateDirectory => run(arguments, |p| files.create_directory(p, a)).await,
-            ToolName::DeleteDirectory => run(arguments, |p| files.delete_directory(p, a)).await,
-            ToolName::DownloadBinaryFile => {
-                run(arguments, |p| files.download_binary_file(p, a)).await
-            }
-            ToolName::UploadBinaryFile => run(arguments, |p| files.upload_binary_file(p, a)).await,
-            agent_tool => {
-                // Agent tools are listed only with an agent service.
-                let agent = self.agent.as_ref()?;
-                dispatch_agent(agent, agent_tool, arguments, a).await
-            }
-        };
+        let outcome = tool
+            .call(&self.files, self.agent.as_ref(), arguments, &audit)
+            .await?;
         audit.finish(outcome.as_ref().err().map(|e| e.code));
         Some(outcome)
     }
@@ -184,108 +157,35 @@ fn token_name(context: &RequestContext<RoleServer>) -> Option<String> {
         .map(|name| name.0.clone())
 }
 
-/// Runs one agent tool.
-async fn dispatch_agent(
-    agent: &AgentService,
-    tool: ToolName,
-    arguments: Option<JsonObject>,
-    a: &AuditRecord,
-) -> Result<CallToolResult, ToolError> {
-    match tool {
-        ToolName::ListAgentRuntimes => {
-            run(arguments, |_: agent_params::ListAgentRuntimesParams| {
-                agent.list_agent_runtimes(a)
-            })
-            .await
-        }
-        ToolName::ListAgentModels => run(arguments, |p| agent.list_agent_models(p, a)).await,
-        ToolName::SubmitAgentTask => run(arguments, |p| agent.submit_agent_task(p, a)).await,
-        ToolName::GetAgentTask => run(arguments, |p| agent.get_agent_task(p, a)).await,
-        ToolName::ReadAgentTaskEvents => {
-            run(arguments, |p| agent.read_agent_task_events(p, a)).await
-        }
-        ToolName::ReadAgentTaskResult => {
-            run(arguments, |p| agent.read_agent_task_result(p, a)).await
-        }
-        ToolName::RespondAgentApproval => {
-            run(arguments, |p| agent.respond_agent_approval(p, a)).await
-        }
-        ToolName::AnswerAgentQuestion => {
-            run(arguments, |p| agent.answer_agent_question(p, a)).await
-        }
-        ToolName::SendAgentMessage => run(arguments, |p| agent.send_agent_message(p, a)).await,
-        ToolName::CancelAgentTask => run(arguments, |p| agent.cancel_agent_task(p, a)).await,
-        file_tool => Err(ToolError::internal(format!(
-            "{} is not an agent tool",
-            file_tool.as_str()
-        ))),
-    }
-}
-
-/// Decodes the arguments, runs the tool body, shapes the result.
-async fn run<P, R, F, Fut>(
-    arguments: Option<JsonObject>,
-    body: F,
-) -> Result<CallToolResult, ToolError>
-where
-    P: DeserializeOwned,
-    R: ToolOutput,
-    F: FnOnce(P) -> Fut,
-    Fut: Future<Output = Result<R, ToolError>>,
-{
-    let params = serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))?;
-    body(params).await?.into_tool_result()
-}
-
 /// How a tool's successful output becomes a `CallToolResult`.
 trait ToolOutput {
+    /// The structured content's type, whose schema a tool publishes as its
+    /// `outputSchema`; the tool table checks it against each row's result.
+    type Structured;
+
     fn into_tool_result(self) -> Result<CallToolResult, ToolError>;
 }
 
-/// Structured content plus its one-line summary.
-macro_rules! summarized_output {
-    ($($result:ty),+ $(,)?) => {$(
-        impl ToolOutput for $result {
-            fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
-                let summary = self.summary();
-                let value = serde_json::to_value(&self)
-                    .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
-                let mut out = CallToolResult::success(vec![ContentBlock::text(summary)]);
-                out.structured_content = Some(value);
-                Ok(out)
-            }
-        }
-    )+};
-}
+/// Structured content plus its one-line summary: every result with a text
+/// rendering, so a new result type needs only its [`Summary`].
+impl<T: Summary + Serialize> ToolOutput for T {
+    type Structured = T;
 
-summarized_output!(
-    serverfs_protocol::bridge::RuntimeListResult,
-    serverfs_protocol::bridge::ModelCatalog,
-    serverfs_protocol::bridge::TaskSubmitResult,
-    serverfs_protocol::bridge::TaskView,
-    serverfs_protocol::bridge::TaskEventsResult,
-    serverfs_protocol::bridge::TaskResultChunk,
-    serverfs_protocol::bridge::InteractionResolved,
-    serverfs_protocol::bridge::TaskMessageSendResult,
-    serverfs_protocol::bridge::TaskCancelResult,
-    results::ListWorkdirsResult,
-    results::ListDirectoryResult,
-    results::FindFilesResult,
-    results::SearchTextResult,
-    results::ReadTextFileResult,
-    results::StatFileResult,
-    results::CreateTextFileResult,
-    results::EditTextFileResult,
-    results::DeleteFileResult,
-    results::CreateDirectoryResult,
-    results::DeleteDirectoryResult,
-    results::UploadBinaryFileResult,
-);
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        let summary = self.summary();
+        let value = serde_json::to_value(&self)
+            .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
+        let mut out = CallToolResult::success(vec![ContentBlock::text(summary)]);
+        out.structured_content = Some(value);
+        Ok(out)
+    }
+}
 
 /// A download: the bytes as one embedded blob resource (never duplicated
 /// as text), the metadata as structured content.
 impl ToolOutput for Download {
+    type Structured = DownloadBinaryFileResult;
+
     fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
         let uri = resource::uri(&self.meta.workdir, &self.meta.path);
         let blob = ResourceContents::blob(BASE64.encode(&self.data), uri)
