@@ -9,6 +9,14 @@
 //! eras are served: the legacy handshake with `Mcp-Session-Id` sessions,
 //! and the stateless current era, which rmcp negotiates per request.
 //!
+//! Every accepted connection gets `TCP_NODELAY`: hyper writes a response
+//! in several pieces (headers, then each event-stream chunk), and with
+//! Nagle's algorithm on, the last piece waits for the client's ACK of the
+//! first, which a client with delayed ACKs (the Linux default) sends only
+//! after about 40 ms. Measured before the fix with a plain keep-alive
+//! client: 4-68 % of sequential calls waited ~44 ms (issue 15). No other
+//! socket option made a measurable difference.
+//!
 //! Shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests
 //! finish for up to the grace period, then close the remaining sessions
 //! and event streams and return.
@@ -20,6 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serverfs_config::{EffectiveHttp, HttpAuth};
@@ -100,6 +109,14 @@ pub async fn serve(
     );
     let stopping = CancellationToken::new();
     tokio::spawn(signal_watch(stopping.clone()));
+    let listener = listener.tap_io(|stream| {
+        // setsockopt fails only on a socket that is already gone (its first
+        // read reports that); logged because calls on a connection without
+        // the option would stall, not fail.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!(event = "tcp_nodelay_failed", reason = %e);
+        }
+    });
     let serve =
         axum::serve(listener, app).with_graceful_shutdown(stopping.clone().cancelled_owned());
     let mut serve = std::pin::pin!(serve.into_future());

@@ -675,3 +675,112 @@ async fn bad_quick_start_token_or_shared_token_file_refuses_to_start() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("chmod 600"));
 }
+
+/// Sequential calls on one kept-alive connection, from a plain HTTP/1.1
+/// client (one `write` per request, the system's delayed ACKs), in both
+/// protocol eras: the legacy handshake with a session, and stateless
+/// requests carrying their protocol metadata. Without `TCP_NODELAY` on the
+/// accepted socket, the server's last write of a response waits for the
+/// client's delayed ACK of the first (Nagle), about 40 ms, on a share of
+/// the calls (636 of these 1,000 when measured without it); with it, a call
+/// takes one or two milliseconds in a debug build. This is the one timed
+/// assertion in the suite (issue 15): the stall is the bug. A stall is
+/// systematic; a busy machine (two cores shared with the rest of the
+/// suite) delays a rare single call past the bound too, so up to 1 % of
+/// the calls may be slow before the test calls it a stall.
+#[tokio::test]
+async fn keep_alive_calls_never_stall() {
+    const CALLS_PER_ERA: usize = 500;
+    const STALL: Duration = Duration::from_millis(10);
+    const TOLERATED: usize = 2 * CALLS_PER_ERA / 100;
+    let s = setup(&[("SERVERFS_HTTP_AUTH", "none")]).await;
+    let address: std::net::SocketAddr = s
+        .server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut connection = serverfs_http1::Connection::connect(address).unwrap();
+        let json = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        let post =
+            |connection: &mut serverfs_http1::Connection, extra: &[(&str, &str)], body: Value| {
+                let headers: Vec<(&str, &str)> = json.iter().chain(extra).copied().collect();
+                connection
+                    .request("POST", "/mcp", &headers, body.to_string().as_bytes())
+                    .unwrap()
+            };
+        let stat = |id: usize, meta: Value| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "stat_file",
+                "arguments": {"workdir": "w", "path": "docs/readme.md"},
+                "_meta": meta}})
+        };
+        let init = post(
+            &mut connection,
+            &[],
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "plain", "version": "1"}}}),
+        );
+        assert_eq!(init.status, 200, "{:?}", init.messages());
+        let session = init.header("mcp-session-id").unwrap().to_owned();
+        let legacy = [
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        let initialized = post(
+            &mut connection,
+            &legacy,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert_eq!(initialized.status, 202);
+        // The current era routes on per-request headers (SEP-2243).
+        let current = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "stat_file"),
+        ];
+        let current_meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"}});
+        let mut stalls = Vec::new();
+        let mut slowest = Duration::ZERO;
+        for id in 1..=2 * CALLS_PER_ERA {
+            let (headers, meta) = if id <= CALLS_PER_ERA {
+                (&legacy[..], json!({}))
+            } else {
+                (&current[..], current_meta.clone())
+            };
+            let started = std::time::Instant::now();
+            let response = post(&mut connection, headers, stat(id, meta));
+            let took = started.elapsed();
+            assert_eq!(response.status, 200, "call {id}: {:?}", response.messages());
+            let messages = response.messages();
+            let answer: Value = serde_json::from_str(messages.last().unwrap()).unwrap();
+            assert_eq!(answer["id"], id, "{answer}");
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+            slowest = slowest.max(took);
+            if took >= STALL {
+                stalls.push((id, took));
+            }
+        }
+        (stalls, slowest)
+    })
+    .await
+    .unwrap();
+    let (stalls, slowest) = outcome;
+    assert!(
+        stalls.len() <= TOLERATED,
+        "{} of {} calls took {STALL:?} or more (slowest {slowest:?}; calls 1-{CALLS_PER_ERA} \
+         legacy era, the rest current era): {:?}",
+        stalls.len(),
+        2 * CALLS_PER_ERA,
+        &stalls[..stalls.len().min(20)]
+    );
+}
