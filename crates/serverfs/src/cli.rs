@@ -322,7 +322,7 @@ fn log_startup(config: &Config, transport: &'static str) {
 
 async fn serve_stdio(server: ServerFs) -> Result<(), String> {
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve(crate::stdio::streams())
         .await
         .map_err(|e| format!("MCP initialization failed: {e}"))?;
     service

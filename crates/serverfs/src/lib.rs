@@ -17,6 +17,7 @@ mod http;
 mod logging;
 mod mcp;
 mod service;
+mod stdio;
 mod tokens;
 
 pub use cli::run;

@@ -17,4 +17,5 @@ mod race;
 mod read_tools;
 mod resource;
 mod search;
+mod stdio;
 mod surface;
