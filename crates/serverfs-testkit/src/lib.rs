@@ -12,11 +12,16 @@
 //! - [`mock_codex`]: a scripted Codex App Server (the `mock-codex` binary
 //!   over stdio or a WebSocket daemon, and the in-process
 //!   [`MockCodexDaemon`]) for hermetic tests of the Bridge's Codex adapter.
+//! - [`process`]: what `/proc` says about a provider's process group.
+//! - [`within`]: a bound on every await, so a hang fails by name.
 
+mod deadline;
 pub mod mock_codex;
 mod mock_model;
+pub mod process;
 mod workdir;
 
+pub use deadline::{LIMIT, within};
 pub use mock_codex::MockCodexDaemon;
 pub use mock_model::{MockModel, RecordedRequest, Reply, Rule, Script};
 pub use workdir::{OUTSIDE_SECRET, TempWorkdir};

@@ -7,14 +7,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serverfs_agent_bridge::ProxyPolicy;
-use serverfs_agent_bridge::adapter::Adapter;
-use serverfs_agent_bridge::adapter::codex::{
-    CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport,
-};
-use serverfs_agent_bridge::adapter::fake::{FAKE_RUNTIME, FakeAdapter};
+use serverfs_adapter_codex::{CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport};
 use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings};
+use serverfs_agent_runtime::Adapter;
+use serverfs_agent_runtime::ProxyPolicy;
+use serverfs_agent_runtime::fake::{FAKE_RUNTIME, FakeAdapter};
 use serverfs_config::{AgentRuntime, CodexSettings, Config, select_source};
 use serverfs_lease::{ArtifactAccess, LeaseId};
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
-use serverfs_agent_bridge::{ProcessGroupId, is_group_alive};
+use serverfs_agent_runtime::{ProcessGroupId, is_group_alive};
 
 use super::{bridge_config, config_error};
 

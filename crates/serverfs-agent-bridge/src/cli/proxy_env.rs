@@ -5,7 +5,7 @@
 //!
 //! The Bridge does not scrub its own environment: providers are spawned
 //! from an empty environment plus a short allowlist
-//! ([`serverfs_agent_bridge::provider_environment`]), so an inherited
+//! ([`serverfs_agent_runtime::provider_environment`]), so an inherited
 //! `*_PROXY` variable can never reach them.
 
 use std::collections::BTreeMap;

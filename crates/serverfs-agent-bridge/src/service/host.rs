@@ -15,13 +15,13 @@ use serverfs_protocol::bridge::{
 
 use super::Core;
 use super::live::LiveTask;
-use crate::ProcessGroupId;
-use crate::adapter::{AdapterError, BoxFuture, Host, NativeIds};
 use crate::redact::Redactor;
 use crate::store::{
     InteractionPayload, InteractionResolution, NewInteraction, StoreError, new_request_id,
     now_millis, sha256_hex, utf8_prefix,
 };
+use serverfs_agent_runtime::ProcessGroupId;
+use serverfs_agent_runtime::{AgentError, BoxFuture, Host, NativeIds};
 
 /// The host of one task's turn.
 pub(super) struct TaskHost {
@@ -30,16 +30,16 @@ pub(super) struct TaskHost {
     redactor: Redactor,
 }
 
-fn provider_error(message: &str) -> AdapterError {
-    AdapterError::new(BridgeErrorCode::AgentProviderError, message.to_owned())
+fn provider_error(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::AgentProviderError, message.to_owned())
 }
 
-fn from_store(error: StoreError) -> AdapterError {
-    AdapterError::new(error.code(), error.to_string())
+fn from_store(error: StoreError) -> AgentError {
+    AgentError::new(error.code(), error.to_string())
 }
 
-fn ended() -> AdapterError {
-    AdapterError::new(
+fn ended() -> AgentError {
+    AgentError::new(
         BridgeErrorCode::AgentTaskNotActive,
         "the task ended before the request was answered",
     )
@@ -54,7 +54,7 @@ impl TaskHost {
         }
     }
 
-    fn redacted<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<T, AdapterError> {
+    fn redacted<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<T, AgentError> {
         self.redactor
             .redact(value)
             .map_err(|_| provider_error("the provider payload could not be redacted"))
@@ -94,7 +94,7 @@ impl TaskHost {
     async fn interact(
         &self,
         payload: InteractionPayload,
-    ) -> Result<InteractionResolution, AdapterError> {
+    ) -> Result<InteractionResolution, AgentError> {
         let request_id = new_request_id().map_err(from_store)?;
         let answer = self.live.add_waiter(&request_id)?;
         let mut pending = PendingRequest {
@@ -163,7 +163,7 @@ impl Drop for PendingRequest {
 }
 
 impl Host for TaskHost {
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
             let event = self.bounded(self.redacted(&event)?);
             let task_id = self.live.task_id.clone();
@@ -188,7 +188,7 @@ impl Host for TaskHost {
     fn request_approval(
         &self,
         payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
         Box::pin(async move {
             let payload = self.redacted(&payload)?;
             match self
@@ -206,7 +206,7 @@ impl Host for TaskHost {
     fn ask_question(
         &self,
         payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
         Box::pin(async move {
             let payload = self.redacted(&payload)?;
             match self.interact(InteractionPayload::Question(payload)).await? {
@@ -218,7 +218,7 @@ impl Host for TaskHost {
         })
     }
 
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
             let task_id = self.live.task_id.clone();
             let withdrawn = self
@@ -245,7 +245,7 @@ impl Host for TaskHost {
         })
     }
 
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
             self.live.record_native_ids(&ids)?;
             let task_id = self.live.task_id.clone();
@@ -264,10 +264,7 @@ impl Host for TaskHost {
         })
     }
 
-    fn record_process_group(
-        &self,
-        group: ProcessGroupId,
-    ) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn record_process_group(&self, group: ProcessGroupId) -> BoxFuture<'_, Result<(), AgentError>> {
         let recorded = self.live.record_group(group);
         Box::pin(async move { recorded })
     }

@@ -14,23 +14,24 @@ use serverfs_protocol::bridge::{
 };
 
 use super::Core;
-use super::error::{ServiceError, ServiceResult};
+use super::error::ServiceResult;
 use super::live::StopReason;
 use crate::store::{
     InteractionPayload, InteractionRecord, InteractionResolution, StoreError, TaskRecord,
     Transition, now_millis,
 };
+use serverfs_agent_runtime::AgentError;
 
-fn invalid_decision(message: &str) -> ServiceError {
-    ServiceError::new(BridgeErrorCode::InvalidApprovalDecision, message.to_owned())
+fn invalid_decision(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::InvalidApprovalDecision, message.to_owned())
 }
 
-fn invalid_answer(message: &str) -> ServiceError {
-    ServiceError::new(BridgeErrorCode::InvalidQuestionAnswer, message.to_owned())
+fn invalid_answer(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::InvalidQuestionAnswer, message.to_owned())
 }
 
-fn stale(message: &str) -> ServiceError {
-    ServiceError::new(BridgeErrorCode::RequestStale, message.to_owned())
+fn stale(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::RequestStale, message.to_owned())
 }
 
 /// What the state checks found.
@@ -101,7 +102,7 @@ impl Core {
         request_id: &str,
     ) -> ServiceResult<(TaskRecord, InteractionRecord)> {
         if task_id.is_empty() || request_id.is_empty() {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::InvalidRequest,
                 "task_id and request_id must be non-empty",
             ));
@@ -323,7 +324,7 @@ fn granted_permissions(
     if let Some(selected) = &selected
         && selected.iter().any(|id| !requested.contains(&id.as_str()))
     {
-        return Err(ServiceError::new(
+        return Err(AgentError::new(
             BridgeErrorCode::PermissionOutsidePolicy,
             "a granted permission was not requested",
         ));

@@ -10,9 +10,9 @@ use serverfs_lease::{GuardRecord, GuardRemoval, GuardWrite, HeldLease, ProviderL
 use serverfs_protocol::bridge::{BridgeErrorCode, EpochMillis};
 use tokio::sync::{oneshot, watch};
 
-use crate::ProcessGroupId;
-use crate::adapter::{AdapterError, NativeIds};
 use crate::store::{InteractionResolution, now_millis};
+use serverfs_agent_runtime::ProcessGroupId;
+use serverfs_agent_runtime::{AgentError, NativeIds};
 
 /// Why a runner is asked to stop its provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,16 +104,16 @@ impl LiveTask {
     pub fn add_waiter(
         &self,
         request_id: &str,
-    ) -> Result<oneshot::Receiver<InteractionResolution>, AdapterError> {
+    ) -> Result<oneshot::Receiver<InteractionResolution>, AgentError> {
         if self.stop_reason().is_some() {
-            return Err(AdapterError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentTaskNotActive,
                 "the task ended before the request was answered",
             ));
         }
         let mut waiters = lock(&self.waiters);
         if waiters.len() >= MAX_OPEN_INTERACTIONS {
-            return Err(AdapterError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentProviderError,
                 format!("the provider has {MAX_OPEN_INTERACTIONS} requests open already"),
             ));
@@ -142,7 +142,7 @@ impl LiveTask {
     ///
     /// `WORKDIR_RECOVERY_REQUIRED` when the guard cannot be written: the
     /// caller must not let that provider run unrecorded.
-    pub fn record_group(&self, group: ProcessGroupId) -> Result<(), AdapterError> {
+    pub fn record_group(&self, group: ProcessGroupId) -> Result<(), AgentError> {
         lock(&self.groups).push(group);
         self.update_guard(|guard| {
             guard.provider_pgid = Some(group.as_raw());
@@ -154,7 +154,7 @@ impl LiveTask {
     /// # Errors
     ///
     /// As [`record_group`](Self::record_group).
-    pub fn record_native_ids(&self, ids: &NativeIds) -> Result<(), AdapterError> {
+    pub fn record_native_ids(&self, ids: &NativeIds) -> Result<(), AgentError> {
         self.update_guard(|guard| {
             if ids.session_id.is_some() {
                 guard.native_session_id.clone_from(&ids.session_id);
@@ -165,14 +165,14 @@ impl LiveTask {
         })
     }
 
-    fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), AdapterError> {
+    fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), AgentError> {
         let mut lease = lock(&self.lease);
         let Some(lease) = lease.as_mut() else {
             if self
                 .lease_released
                 .load(std::sync::atomic::Ordering::SeqCst)
             {
-                return Err(AdapterError::new(
+                return Err(AgentError::new(
                     BridgeErrorCode::WorkdirRecoveryRequired,
                     "the task's writer lease is already released: a provider can no longer be recorded",
                 ));
@@ -186,7 +186,7 @@ impl LiveTask {
             .held
             .publish_guard(&guard, GuardWrite::Update)
             .map_err(|error| {
-                AdapterError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
+                AgentError::new(BridgeErrorCode::WorkdirRecoveryRequired, error.to_string())
             })?;
         lease.guard = guard;
         Ok(())

@@ -28,7 +28,7 @@
 //! store job; the service relies on that for "transition from whatever the
 //! status is now".
 //!
-//! [`Host`]: crate::adapter::Host
+//! [`Host`]: serverfs_agent_runtime::Host
 
 mod cancel;
 mod error;
@@ -48,6 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use serverfs_agent_runtime::AgentError;
 use serverfs_protocol::bridge::{
     BridgeErrorCode, BridgeRequest, CatalogScope, CatalogStatus, ModelCatalog, Request, Response,
     RuntimeListResult, RuntimeModelsParams, TaskEventsParams, TaskEventsResult,
@@ -56,7 +57,7 @@ use serverfs_protocol::bridge::{
 };
 use tokio::sync::Notify;
 
-pub use error::{ServiceError, ServiceResult};
+pub use error::ServiceResult;
 pub use policy::{Authorized, Policies, WorkdirPolicy};
 pub use runtimes::Runtimes;
 use settings::MAX_MESSAGE_BYTES;
@@ -143,7 +144,7 @@ impl BridgeService for TaskService {
             let Request { request_id, call } = request;
             match core.dispatch(call).await {
                 Ok(result) => Response::Success { request_id, result },
-                Err(error) => error.into_response(request_id),
+                Err(error) => error::error_response(error, request_id),
             }
         })
     }
@@ -157,7 +158,7 @@ fn answer<T: serde::Serialize>(
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(result)) => Ok(result),
         // Every result type is a struct; anything else is a bug.
-        Ok(_) | Err(_) => Err(ServiceError::new(
+        Ok(_) | Err(_) => Err(AgentError::new(
             BridgeErrorCode::BridgeProtocolError,
             "the result could not be encoded",
         )),
@@ -193,7 +194,7 @@ impl Core {
 
     fn refuse_if_closing(&self) -> ServiceResult<()> {
         if self.is_closing() {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::BridgeClosed,
                 "the Agent Bridge is shutting down",
             ));
@@ -268,7 +269,7 @@ impl Core {
         params: TaskMessageSendParams,
     ) -> ServiceResult<TaskMessageSendResult> {
         if params.message.len() > MAX_MESSAGE_BYTES {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentMessageTooLarge,
                 format!("the message exceeds {MAX_MESSAGE_BYTES} bytes"),
             ));
@@ -276,13 +277,13 @@ impl Core {
         let task_id = params.task_id.clone();
         let task = self.store.call(move |db| db.get_task(&task_id)).await?;
         if task.status.is_terminal() {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentTaskTerminal,
                 "the task has finished",
             ));
         }
         if task.status == TaskStatus::Queued {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentTaskNotActive,
                 "the task has not started yet",
             ));

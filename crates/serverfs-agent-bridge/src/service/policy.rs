@@ -14,8 +14,9 @@ use serverfs_fs::{EntryKind, FsError, PathPolicy, RelPath, Resolver, Workdir};
 use serverfs_lease::LeaseId;
 use serverfs_protocol::bridge::{AgentProfile, BridgeErrorCode};
 
-use super::error::{ServiceError, ServiceResult};
+use super::error::ServiceResult;
 use super::manifest::sha256_of_canonical;
+use serverfs_agent_runtime::AgentError;
 
 /// The agent policy of one configured workdir.
 #[derive(Debug)]
@@ -95,9 +96,9 @@ impl Policies {
         profile: AgentProfile,
         relative_cwd: &RelPath,
     ) -> ServiceResult<Authorized<'_>> {
-        let workdir = self.get(alias).ok_or_else(|| {
-            ServiceError::new(BridgeErrorCode::WorkdirNotFound, "unknown workdir")
-        })?;
+        let workdir = self
+            .get(alias)
+            .ok_or_else(|| AgentError::new(BridgeErrorCode::WorkdirNotFound, "unknown workdir"))?;
         workdir.allows(runtime, profile)?;
         let host_cwd = workdir.resolve_cwd(relative_cwd)?;
         Ok(Authorized {
@@ -150,20 +151,20 @@ impl WorkdirPolicy {
     /// `AGENT_PROFILE_NOT_ALLOWED`.
     pub fn allows(&self, runtime: &str, profile: AgentProfile) -> ServiceResult<()> {
         if !self.mode.is_enabled() {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentDisabled,
                 "agents are disabled on this workdir",
             ));
         }
         if !self.runtimes.iter().any(|allowed| allowed == runtime) {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentRuntimeNotAllowed,
                 "the runtime is not allowed on this workdir",
             ));
         }
         let may_write = self.mode == AgentMode::WorkspaceWrite && !self.read_only;
         if profile == AgentProfile::WorkspaceWrite && !may_write {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentProfileNotAllowed,
                 "this workdir only allows the review profile",
             ));
@@ -176,10 +177,10 @@ impl WorkdirPolicy {
     /// must be a directory.
     fn resolve_cwd(&self, relative_cwd: &RelPath) -> ServiceResult<PathBuf> {
         let invalid =
-            |why: &str| ServiceError::new(BridgeErrorCode::InvalidWorkdirPath, why.to_owned());
+            |why: &str| AgentError::new(BridgeErrorCode::InvalidWorkdirPath, why.to_owned());
         let workdir =
             Workdir::open(&self.root, self.path_policy.clone(), Resolver::Auto).map_err(|_| {
-                ServiceError::new(
+                AgentError::new(
                     BridgeErrorCode::WorkdirPathNotFound,
                     "the workdir root is unavailable",
                 )
@@ -192,7 +193,7 @@ impl WorkdirPolicy {
             Ok(entry) if entry.kind == EntryKind::Directory => {}
             Ok(_) => return Err(invalid("the working directory is not a directory")),
             Err(FsError::NotFound) => {
-                return Err(ServiceError::new(
+                return Err(AgentError::new(
                     BridgeErrorCode::WorkdirPathNotFound,
                     "the working directory does not exist",
                 ));
@@ -216,7 +217,7 @@ impl WorkdirPolicy {
 /// `INVALID_WORKDIR_PATH`.
 pub fn normalize_cwd(path: &str) -> ServiceResult<RelPath> {
     let invalid = || {
-        ServiceError::new(
+        AgentError::new(
             BridgeErrorCode::InvalidWorkdirPath,
             "the path must be relative to the workdir, without '..'",
         )

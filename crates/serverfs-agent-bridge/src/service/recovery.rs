@@ -16,10 +16,11 @@ use serverfs_lease::{
 use serverfs_protocol::bridge::{BridgeErrorCode, EventPayload, ReconcileStatus, TaskStatus};
 
 use super::Core;
-use super::error::{ServiceError, ServiceResult};
-use crate::adapter::{NativeIds, ProviderState};
+use super::error::{ServiceResult, lease_error};
 use crate::store::{TaskRecord, now_millis};
-use crate::{ProcessGroupId, is_group_alive};
+use serverfs_agent_runtime::AgentError;
+use serverfs_agent_runtime::{NativeIds, ProviderState};
+use serverfs_agent_runtime::{ProcessGroupId, is_group_alive};
 
 /// Combines the adapter's answer with the kernel's: any live recorded
 /// process group means running; a proven stop needs the adapter's proof
@@ -60,8 +61,8 @@ fn provider_active(liveness: ProviderLiveness) -> Option<bool> {
     }
 }
 
-fn recovery_required(message: &str) -> ServiceError {
-    ServiceError::new(BridgeErrorCode::WorkdirRecoveryRequired, message.to_owned())
+fn recovery_required(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::WorkdirRecoveryRequired, message.to_owned())
 }
 
 impl Core {
@@ -200,14 +201,14 @@ impl Core {
     /// `WORKDIR_RECOVERY_REQUIRED` while the guard must stay, or when it is
     /// unreadable or names no known task.
     pub(super) async fn reconcile_guard_lazily(&self, held: &HeldLease) -> ServiceResult<()> {
-        let Some(record) = held.read_guard()? else {
+        let Some(record) = held.read_guard().map_err(lease_error)? else {
             return Ok(());
         };
         if self.live_task(&record.task_id).is_some() {
             // Its runner is still finishing (it released the lease and is
             // storing the outcome): that task, not this submission, settles
             // its guard.
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::WorkdirBusy,
                 "an Agent task on this workdir is still finishing",
             ));
@@ -228,7 +229,10 @@ impl Core {
             },
         )
         .await;
-        match held.remove_guard(&record.task_id, liveness)? {
+        match held
+            .remove_guard(&record.task_id, liveness)
+            .map_err(lease_error)?
+        {
             GuardRemoval::Removed | GuardRemoval::Absent => {
                 if !task.status.is_terminal() {
                     self.finish(

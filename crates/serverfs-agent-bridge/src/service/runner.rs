@@ -23,9 +23,9 @@ use super::error::ServiceResult;
 use super::interaction::Expiry;
 use super::live::{LiveTask, StopReason};
 use super::recovery::provider_liveness;
-use crate::adapter::{Adapter, TaskContext, TurnOutcome, TurnStatus};
 use crate::redact::Redactor;
 use crate::store::{StoreError, TaskRecord, Transition, now_millis, transition_allowed};
+use serverfs_agent_runtime::{Adapter, TaskContext, TurnOutcome, TurnStatus};
 
 /// Everything a runner needs besides the live task.
 pub(super) struct RunPlan {
@@ -419,11 +419,11 @@ impl Core {
         let task_id = live.task_id.clone();
         let record = self.store.call(move |db| db.get_task(&task_id)).await;
         let native = match record {
-            Ok(task) => crate::adapter::NativeIds {
+            Ok(task) => serverfs_agent_runtime::NativeIds {
                 session_id: task.native_session_id,
                 turn_id: task.native_turn_id,
             },
-            Err(_) => crate::adapter::NativeIds::default(),
+            Err(_) => serverfs_agent_runtime::NativeIds::default(),
         };
         let state = tokio::time::timeout(
             self.settings.interrupt_bound,

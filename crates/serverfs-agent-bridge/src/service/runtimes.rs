@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serverfs_protocol::bridge::BridgeErrorCode;
 
-use super::error::{ServiceError, ServiceResult};
-use crate::adapter::Adapter;
+use super::error::ServiceResult;
+use serverfs_agent_runtime::Adapter;
+use serverfs_agent_runtime::AgentError;
 
 /// The enabled runtimes, by name.
 #[derive(Default)]
@@ -33,7 +34,7 @@ impl Runtimes {
     /// `AGENT_RUNTIME_UNAVAILABLE` when no such runtime is enabled.
     pub fn get(&self, name: &str) -> ServiceResult<Arc<dyn Adapter>> {
         self.adapters.get(name).cloned().ok_or_else(|| {
-            ServiceError::new(
+            AgentError::new(
                 BridgeErrorCode::AgentRuntimeUnavailable,
                 "the runtime is not enabled in this Agent Bridge",
             )

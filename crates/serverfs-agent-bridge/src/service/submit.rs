@@ -11,20 +11,21 @@ use serverfs_protocol::bridge::{
 };
 
 use super::Core;
-use super::error::{ServiceError, ServiceResult};
+use super::error::{ServiceResult, lease_error};
 use super::live::LiveTask;
 use super::manifest::{Fingerprint, ManifestInput, build_manifest};
 use super::policy::{Authorized, normalize_cwd};
 use super::runner::RunPlan;
 use super::settings::{MAX_KEY_BYTES, MAX_MODEL_BYTES, MAX_PROMPT_BYTES};
-use crate::adapter::TaskContext;
 use crate::redact::Redactor;
 use crate::store::{
     Created, IdempotencyKey, NewTask, TaskRecord, Transition, new_task_id, now_millis,
 };
+use serverfs_agent_runtime::AgentError;
+use serverfs_agent_runtime::TaskContext;
 
-fn invalid(message: &str) -> ServiceError {
-    ServiceError::new(BridgeErrorCode::InvalidRequest, message.to_owned())
+fn invalid(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::InvalidRequest, message.to_owned())
 }
 
 /// Whether `text` holds a control character (C0 or DEL).
@@ -85,13 +86,13 @@ impl Core {
         check_shape(&params)?;
         self.purge_expired().await;
         if params.prompt.len() > MAX_PROMPT_BYTES {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentPromptTooLarge,
                 format!("the prompt exceeds {MAX_PROMPT_BYTES} bytes"),
             ));
         }
         let profile = AgentProfile::from_wire(&params.profile).ok_or_else(|| {
-            ServiceError::new(
+            AgentError::new(
                 BridgeErrorCode::AgentProfileNotAllowed,
                 "profile must be review or workspace-write",
             )
@@ -130,7 +131,7 @@ impl Core {
         let adapter = self.runtimes.get(&params.runtime)?;
         let probe = adapter.probe().await;
         if !probe.available {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentRuntimeUnavailable,
                 "the runtime is not available on this host",
             ));
@@ -245,7 +246,7 @@ impl Core {
         if existing.request_fingerprint.as_deref() == Some(fingerprint.as_str()) {
             Ok(Some(replayed(&existing)))
         } else {
-            Err(ServiceError::new(
+            Err(AgentError::new(
                 BridgeErrorCode::AgentIdempotencyConflict,
                 "the idempotency key was used for a different request",
             ))
@@ -262,16 +263,15 @@ impl Core {
             return Ok(None);
         };
         let prior = self.store.call(move |db| db.get_task(&prior_id)).await?;
-        let not_resumable = |why: &str| {
-            ServiceError::new(BridgeErrorCode::AgentSessionNotResumable, why.to_owned())
-        };
+        let not_resumable =
+            |why: &str| AgentError::new(BridgeErrorCode::AgentSessionNotResumable, why.to_owned());
         if prior.runtime != params.runtime || prior.workdir_alias != params.workdir {
             return Err(not_resumable(
                 "a continuation must use the same runtime and workdir",
             ));
         }
         if prior.profile == AgentProfile::Review && profile == AgentProfile::WorkspaceWrite {
-            return Err(ServiceError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentProfileNotAllowed,
                 "a review task cannot be continued as workspace-write",
             ));
@@ -291,7 +291,7 @@ impl Core {
     async fn take_lease(&self, authorized: &Authorized<'_>) -> ServiceResult<HeldLease> {
         let lease = authorized.workdir.lease.clone();
         let lock_dir = self.settings.lock_dir.clone();
-        let held = serverfs_lease::hold(&lock_dir, &lease)?;
+        let held = serverfs_lease::hold(&lock_dir, &lease).map_err(lease_error)?;
         self.reconcile_guard_lazily(&held).await?;
         Ok(held)
     }
@@ -333,7 +333,7 @@ impl Core {
                         "could not interrupt an unscheduled task"
                     );
                 }
-                Err(error.into())
+                Err(lease_error(error))
             }
         }
     }

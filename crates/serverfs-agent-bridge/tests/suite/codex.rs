@@ -37,7 +37,7 @@ use serverfs_testkit::mock_codex::{
 
 use super::daemon::{Daemon, Setup, WAIT, Workdir};
 use super::daemon_recovery::{guards, mcp_mutation, poll};
-use super::support::{group_members, runs_in_group, stat};
+use serverfs_testkit::process::{group_members, runs_in_group, stat};
 
 /// How long an exited provider's process group may take to disappear
 /// (zombies wait for a lazy init to reap them).

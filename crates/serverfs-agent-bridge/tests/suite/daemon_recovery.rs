@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use serverfs_lease::{LeaseId, list_guards, try_acquire};
 
 use super::daemon::{Daemon, Setup, WAIT};
-use super::support::{group_members, runs_in_group};
+use serverfs_testkit::process::{group_members, runs_in_group};
 
 /// How long an orphaned process group may take to disappear: once killed,
 /// its members are zombies until init reaps them, which a lazy init (as in

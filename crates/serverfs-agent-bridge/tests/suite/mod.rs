@@ -1,4 +1,4 @@
-//! One module per concern; `support` holds the shared helpers.
+//! One module per concern; `daemon` holds the Bridge harness.
 
 mod codex;
 mod daemon;
@@ -6,12 +6,6 @@ mod daemon_cli;
 mod daemon_lifecycle;
 mod daemon_protocol;
 mod daemon_recovery;
-mod environment;
-mod fake;
 mod rpc;
 mod service;
-mod spawn;
-mod stderr;
 mod store;
-mod support;
-mod termination;

@@ -23,7 +23,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::support::within;
+use serverfs_testkit::within;
 
 /// How long the `slow` request of the test service takes.
 const SLOW: Duration = Duration::from_millis(700);

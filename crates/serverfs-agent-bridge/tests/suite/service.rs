@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use serverfs_agent_bridge::adapter::fake::{FAKE_CAPABILITIES, FakeAdapter};
-use serverfs_agent_bridge::adapter::{
-    Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
-    TaskContext, TurnOutcome,
-};
 use serverfs_agent_bridge::rpc::{BridgeService, PeerInfo};
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings, TaskService};
 use serverfs_agent_bridge::store::{StateDir, Store};
+use serverfs_agent_runtime::fake::{FAKE_CAPABILITIES, FakeAdapter};
+use serverfs_agent_runtime::{
+    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
+    TaskContext, TurnOutcome,
+};
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{
     ApprovalCategory, ApprovalDecision, ApprovalPayload, BridgeRequest, ModelCatalog,
@@ -264,7 +264,7 @@ impl Adapter for CompletesWhileAsking {
         &'a self,
         _task_id: &'a str,
         _text: String,
-    ) -> BoxFuture<'a, Result<(), AdapterError>> {
+    ) -> BoxFuture<'a, Result<(), AgentError>> {
         Box::pin(async { Ok(()) })
     }
 

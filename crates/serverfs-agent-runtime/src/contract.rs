@@ -13,12 +13,9 @@
 //! Every operation returns a boxed `Send` future so that the trait stays
 //! object-safe (`Arc<dyn Adapter>` in the runtime registry).
 //!
-//! Error messages ([`AdapterError::message`]) are shown to clients: they
+//! Error messages ([`AgentError::message`]) are shown to clients: they
 //! never carry a host path, a prompt or a secret (ARCHITECTURE.md
 //! invariants 4 and 9).
-
-pub mod codex;
-pub mod fake;
 
 use std::fmt;
 use std::future::Future;
@@ -30,34 +27,13 @@ use serverfs_protocol::bridge::{
     InFlightRecovery, ModelCatalog, ModelDiscovery, QuestionPayload, QuestionResolution,
     ReconcileStatus, RuntimeInfo,
 };
-use thiserror::Error;
 use tokio::time::Instant;
+
+use crate::{AgentError, ProcessGroupId};
 
 /// A boxed, sendable future borrowing from `'a`: the return type of every
 /// adapter and host operation.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A failure an adapter or the host reports, with its stable code.
-///
-/// The message is client-safe: no host path, prompt or secret.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{code:?}: {message}")]
-pub struct AdapterError {
-    /// The stable code.
-    pub code: BridgeErrorCode,
-    /// A short, client-safe description.
-    pub message: String,
-}
-
-impl AdapterError {
-    /// An error with `code` and a client-safe `message`.
-    pub fn new(code: BridgeErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 /// What a runtime can do (the capability columns of `RuntimeInfo`,
 /// spec-agent-bridge.md §9.2). Adapters report them honestly: the core
@@ -203,7 +179,7 @@ impl TurnOutcome {
     }
 
     /// A failed turn.
-    pub fn failed(error: AdapterError, native: NativeIds) -> Self {
+    pub fn failed(error: AgentError, native: NativeIds) -> Self {
         Self {
             status: TurnStatus::Failed { code: error.code },
             final_text: error.message,
@@ -238,7 +214,7 @@ impl ProviderState {
 pub trait Host: Send + Sync {
     /// Appends an event to the task. Errors (event cap, oversized payload)
     /// propagate to the adapter.
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AdapterError>>;
+    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>>;
 
     /// Raises an approval and waits for the human's decision, which is one
     /// of `payload.available_decisions`. Several concurrent calls of one
@@ -248,30 +224,27 @@ pub trait Host: Send + Sync {
     fn request_approval(
         &self,
         payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AdapterError>>;
+    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>>;
 
     /// Asks questions and waits for the validated answers; otherwise as
     /// [`request_approval`](Self::request_approval).
     fn ask_question(
         &self,
         payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AdapterError>>;
+    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>>;
 
     /// The provider withdrew its current request: mark it stale, the task
     /// runs again. Safe when nothing is pending.
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AdapterError>>;
+    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>>;
 
     /// Persists native ids as soon as they are known.
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>>;
+    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>>;
 
     /// Records the process group of a provider process the adapter spawned
     /// for this turn, before it can write anything. The core keeps it in the
     /// recovery guard, so that after a Bridge crash the guard is removed only
     /// once that group is proven gone (spec-agent-bridge.md §8.4).
-    fn record_process_group(
-        &self,
-        group: crate::ProcessGroupId,
-    ) -> BoxFuture<'_, Result<(), AdapterError>>;
+    fn record_process_group(&self, group: ProcessGroupId) -> BoxFuture<'_, Result<(), AgentError>>;
 }
 
 /// One runtime: the operations the task core calls (spec-agent-bridge.md
@@ -305,7 +278,7 @@ pub trait Adapter: Send + Sync {
         &'a self,
         task_id: &'a str,
         text: String,
-    ) -> BoxFuture<'a, Result<(), AdapterError>>;
+    ) -> BoxFuture<'a, Result<(), AgentError>>;
 
     /// Best-effort interrupt of `task_id`'s turn: [`run`](Self::run) then
     /// returns [`TurnStatus::Cancelled`]. A no-op for an unknown task.

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serverfs_agent_bridge::adapter::fake::{
+use serverfs_agent_runtime::fake::{
     Directive, FAKE_RUNTIME, FAKE_VERSION, FakeAdapter, parse_script,
 };
-use serverfs_agent_bridge::adapter::{
-    Adapter, AdapterError, BoxFuture, Host, NativeIds, ProviderState, TaskContext, TurnOutcome,
+use serverfs_agent_runtime::{
+    Adapter, AgentError, BoxFuture, Host, NativeIds, ProviderState, TaskContext, TurnOutcome,
     TurnStatus,
 };
-use serverfs_agent_bridge::{BridgeErrorCode, ProcessGroupId, ProxyPolicy, is_group_alive};
+use serverfs_agent_runtime::{BridgeErrorCode, ProcessGroupId, ProxyPolicy, is_group_alive};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
     ApprovalPayload, ApprovalResolution, CatalogScope, CatalogStatus, EventPayload,
@@ -25,7 +25,9 @@ use serverfs_protocol::bridge::{
 };
 use tokio::time::Instant;
 
-use super::support::{await_members, within};
+use serverfs_testkit::within;
+
+use super::support::await_members;
 
 /// A host double: records everything and answers interactions from a
 /// script, in call order.
@@ -81,15 +83,15 @@ impl RecordingHost {
     }
 }
 
-fn unanswered() -> AdapterError {
-    AdapterError::new(
+fn unanswered() -> AgentError {
+    AgentError::new(
         BridgeErrorCode::AgentInteractionTimedOut,
         "no scripted answer",
     )
 }
 
 impl Host for RecordingHost {
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
         self.events.lock().unwrap().push(event);
         Box::pin(async { Ok(()) })
     }
@@ -97,7 +99,7 @@ impl Host for RecordingHost {
     fn request_approval(
         &self,
         payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
         Box::pin(async move {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -126,25 +128,22 @@ impl Host for RecordingHost {
     fn ask_question(
         &self,
         payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
         self.questions.lock().unwrap().push(payload);
         let answer = self.answers.lock().unwrap().pop_front();
         Box::pin(async move { answer.ok_or_else(unanswered) })
     }
 
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async { Ok(()) })
     }
 
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>> {
         self.native.lock().unwrap().push(ids);
         Box::pin(async { Ok(()) })
     }
 
-    fn record_process_group(
-        &self,
-        group: ProcessGroupId,
-    ) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn record_process_group(&self, group: ProcessGroupId) -> BoxFuture<'_, Result<(), AgentError>> {
         self.groups.lock().unwrap().push(group);
         Box::pin(async { Ok(()) })
     }

@@ -22,9 +22,8 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use super::rpc::{Incoming, MAX_MESSAGE_BYTES, RpcFailure, RpcPeer, Wire};
-use crate::adapter::{AdapterError, Host};
-use crate::{ProviderChild, ProviderCommand, ProxyPolicy};
+use crate::rpc::{Incoming, MAX_MESSAGE_BYTES, RpcFailure, RpcPeer, Wire};
+use serverfs_agent_runtime::{AgentError, Host, ProviderChild, ProviderCommand, ProxyPolicy};
 
 /// `SIGTERM` grace of a Bridge-owned app-server before `SIGKILL`.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -79,12 +78,12 @@ impl CodexConfig {
     }
 }
 
-fn not_ready(message: &str) -> AdapterError {
-    AdapterError::new(BridgeErrorCode::AgentRuntimeNotReady, message.to_owned())
+fn not_ready(message: &str) -> AgentError {
+    AgentError::new(BridgeErrorCode::AgentRuntimeNotReady, message.to_owned())
 }
 
-fn disconnected(message: &str) -> AdapterError {
-    AdapterError::new(
+fn disconnected(message: &str) -> AgentError {
+    AgentError::new(
         BridgeErrorCode::AgentProviderDisconnected,
         message.to_owned(),
     )
@@ -93,9 +92,9 @@ fn disconnected(message: &str) -> AdapterError {
 /// The adapter's error for a failed request of ours. The provider's own
 /// message is not passed on: it may name host paths the core cannot
 /// attribute to a workdir.
-pub fn request_failed(what: &str, failure: &RpcFailure) -> AdapterError {
+pub fn request_failed(what: &str, failure: &RpcFailure) -> AgentError {
     match failure {
-        RpcFailure::Error { code, .. } => AdapterError::new(
+        RpcFailure::Error { code, .. } => AgentError::new(
             BridgeErrorCode::AgentProviderError,
             format!("Codex refused {what} (JSON-RPC error {code})"),
         ),
@@ -123,17 +122,14 @@ impl Connection {
         config: &CodexConfig,
         cwd: &Path,
         host: Option<&dyn Host>,
-    ) -> Result<Connection, AdapterError> {
+    ) -> Result<Connection, AgentError> {
         let (wire, child) = match &config.transport {
             CodexTransport::Stdio => {
-                let mut child =
-                    config
-                        .command(cwd)
-                        .args(["app-server"])
-                        .spawn()
-                        .map_err(|error| {
-                            AdapterError::new(error.code(), "codex could not be started")
-                        })?;
+                let mut child = config
+                    .command(cwd)
+                    .args(["app-server"])
+                    .spawn()
+                    .map_err(|error| AgentError::new(error.code(), "codex could not be started"))?;
                 if let Some(host) = host
                     && let Err(error) = host.record_process_group(child.process_group()).await
                 {
@@ -167,7 +163,7 @@ impl Connection {
         }
     }
 
-    async fn initialize(&mut self) -> Result<(), AdapterError> {
+    async fn initialize(&mut self) -> Result<(), AgentError> {
         let result = self
             .peer
             .request(
@@ -211,7 +207,7 @@ impl Connection {
 async fn connect_daemon(
     config: &CodexConfig,
     autostart: bool,
-) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AdapterError> {
+) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AgentError> {
     match websocket(&config.control_socket()).await {
         Ok(socket) => return Ok(socket),
         Err(error) if !autostart => return Err(error),
@@ -230,7 +226,7 @@ async fn connect_daemon(
 
 async fn websocket(
     socket: &Path,
-) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AdapterError> {
+) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AgentError> {
     let unavailable = || not_ready("Codex App Server daemon control socket is unavailable");
     let stream = tokio::time::timeout(CONNECT_BUDGET, UnixStream::connect(socket))
         .await
@@ -261,13 +257,13 @@ async fn websocket(
 /// pipe would make a successful start exit with status 101. Reading stops
 /// when the command exits, not at end of file, since the daemon it starts
 /// may inherit the pipe.
-async fn start_daemon(config: &CodexConfig) -> Result<(), AdapterError> {
+async fn start_daemon(config: &CodexConfig) -> Result<(), AgentError> {
     let cwd = config.home.clone();
     let mut child = config
         .command(&cwd)
         .args(["app-server", "daemon", "start"])
         .spawn()
-        .map_err(|error| AdapterError::new(error.code(), "codex could not be started"))?;
+        .map_err(|error| AgentError::new(error.code(), "codex could not be started"))?;
     drop(child.take_stdin());
     let mut stdout = child.take_stdout();
     let waited = tokio::time::timeout(DAEMON_START_BUDGET, async {

@@ -19,7 +19,7 @@ use std::process;
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, getpgrp, kill_process_group, test_kill_process_group};
 
-use crate::platform::{Delivery, GroupSignal};
+use super::{Delivery, GroupSignal};
 use crate::process::ProcessGroupId;
 
 /// Makes the child the leader of a new process group whose id is its pid,

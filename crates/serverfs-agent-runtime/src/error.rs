@@ -1,8 +1,15 @@
-//! The crate's one error type and its stable codes.
+//! The kit's two error types, each with its stable code.
+//!
+//! * [`AgentError`]: what adapters, the host and the Bridge's task service
+//!   report to a client — a stable [`BridgeErrorCode`] and a client-safe
+//!   message, displayed as `CODE: message`.
+//! * [`ProcessError`]: why a provider process could not be started or
+//!   waited for; it maps to a code with [`ProcessError::code`].
 //!
 //! `Display` is safe to show a client: it never names a host path, an
-//! environment value or a proxy endpoint (ARCHITECTURE.md invariants 4 and
-//! 9). OS detail travels in [`std::error::Error::source`], for logs only.
+//! environment value, a prompt or a proxy endpoint (ARCHITECTURE.md
+//! invariants 4 and 9). OS detail travels in
+//! [`std::error::Error::source`], for logs only.
 
 use std::fmt;
 use std::io;
@@ -52,9 +59,9 @@ impl fmt::Display for CommandProblem {
     }
 }
 
-/// A failure of the Agent Bridge.
+/// A failure to start or watch a provider process.
 #[derive(Debug, Error)]
-pub enum BridgeError {
+pub enum ProcessError {
     /// The provider command was refused before spawning.
     #[error("provider command refused: {0}")]
     InvalidCommand(CommandProblem),
@@ -71,14 +78,52 @@ pub enum BridgeError {
     Wait(#[source] io::Error),
 }
 
-impl BridgeError {
+impl ProcessError {
     /// The stable code of this error.
     pub fn code(&self) -> BridgeErrorCode {
         match self {
-            BridgeError::InvalidCommand(_) => BridgeErrorCode::AgentRuntimeUnavailable,
-            BridgeError::ProxyEndpointMissing => BridgeErrorCode::AgentRuntimeNotReady,
-            BridgeError::Spawn(_) => BridgeErrorCode::AgentRuntimeUnavailable,
-            BridgeError::Wait(_) => BridgeErrorCode::AgentProviderError,
+            ProcessError::InvalidCommand(_) => BridgeErrorCode::AgentRuntimeUnavailable,
+            ProcessError::ProxyEndpointMissing => BridgeErrorCode::AgentRuntimeNotReady,
+            ProcessError::Spawn(_) => BridgeErrorCode::AgentRuntimeUnavailable,
+            ProcessError::Wait(_) => BridgeErrorCode::AgentProviderError,
         }
+    }
+}
+
+/// A refusal or failure with its stable code, as a client sees it: the
+/// one error type of the adapter contract ([`crate::Adapter`],
+/// [`crate::Host`]) and of the Bridge's task service.
+///
+/// The message is client-safe by contract: no host path, prompt or secret.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct AgentError {
+    /// The stable code.
+    pub code: BridgeErrorCode,
+    /// A short, client-safe description.
+    pub message: String,
+}
+
+impl AgentError {
+    /// An error with `code` and a client-safe `message`.
+    pub fn new(code: BridgeErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `AGENT_PROVIDER_ERROR`: the provider failed or answered something
+    /// the adapter cannot use.
+    pub fn provider(message: impl Into<String>) -> Self {
+        Self::new(BridgeErrorCode::AgentProviderError, message)
+    }
+}
+
+impl From<ProcessError> for AgentError {
+    /// The process error's code and its client-safe text; the OS detail
+    /// stays behind (it may name host paths).
+    fn from(error: ProcessError) -> Self {
+        AgentError::new(error.code(), error.to_string())
     }
 }

@@ -11,6 +11,8 @@
 //! so the turn never hangs. Steering is `turn/steer`, cancellation
 //! `turn/interrupt`.
 
+#![warn(missing_docs)]
+
 mod connect;
 mod interactions;
 mod rpc;
@@ -34,11 +36,10 @@ pub use connect::{CodexConfig, CodexTransport};
 use self::connect::{Connection, request_failed};
 use self::interactions::{Ask, REFUSED, approval_response, ask, question_response};
 use self::rpc::{Incoming, RpcFailure, RpcPeer};
-use super::{
-    Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
-    TaskContext, TurnOutcome, TurnStatus,
+use serverfs_agent_runtime::{
+    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
+    TaskContext, TurnOutcome, TurnStatus, scrub_credentials,
 };
-use crate::redact::scrub_credentials;
 
 /// The runtime's name.
 pub const CODEX_RUNTIME: &str = "codex";
@@ -130,8 +131,8 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn provider_error(message: impl Into<String>) -> AdapterError {
-    AdapterError::new(BridgeErrorCode::AgentProviderError, message)
+fn provider_error(message: impl Into<String>) -> AgentError {
+    AgentError::new(BridgeErrorCode::AgentProviderError, message)
 }
 
 /// Resolves once the turn is cancelled.
@@ -149,8 +150,8 @@ async fn cancellation(cancelled: &mut watch::Receiver<bool>) {
 /// the task at once rather than after the step's own timeout.
 async fn unless_cancelled<T>(
     cancelled: &mut watch::Receiver<bool>,
-    step: impl Future<Output = Result<T, AdapterError>>,
-) -> Result<T, AdapterError> {
+    step: impl Future<Output = Result<T, AgentError>>,
+) -> Result<T, AgentError> {
     tokio::select! {
         biased;
         () = cancellation(cancelled) => {
@@ -226,7 +227,7 @@ impl CodexAdapter {
 
     /// Never starts the managed daemon: only a task may (autostart), not a
     /// model list or a reconciliation.
-    async fn side_connection(&self) -> Result<Connection, AdapterError> {
+    async fn side_connection(&self) -> Result<Connection, AgentError> {
         let home = self.config.home.clone();
         let cwd = if home.is_dir() {
             home
@@ -274,7 +275,7 @@ impl CodexAdapter {
     async fn run_turn(&self, ctx: TaskContext, host: Arc<dyn Host>) -> TurnOutcome {
         if ctx.profile != AgentProfile::WorkspaceWrite {
             return TurnOutcome::failed(
-                AdapterError::new(
+                AgentError::new(
                     BridgeErrorCode::AgentProfileNotAllowed,
                     "codex currently requires the workspace-write profile",
                 ),
@@ -285,7 +286,7 @@ impl CodexAdapter {
             let mut state = lock(&self.state);
             if state.closed {
                 return TurnOutcome::failed(
-                    AdapterError::new(
+                    AgentError::new(
                         BridgeErrorCode::AgentRuntimeUnavailable,
                         "the codex runtime is closed",
                     ),
@@ -352,7 +353,7 @@ impl CodexAdapter {
 /// A closed adapter is checked first: [`Adapter::close`] stops its turns
 /// through the cancel flag, yet they were not cancelled by the user.
 fn ending(
-    result: Result<String, AdapterError>,
+    result: Result<String, AgentError>,
     closed: bool,
     cancelled: bool,
     native: NativeIds,
@@ -400,7 +401,7 @@ impl Turn<'_> {
         &mut self,
         peer: &Arc<RpcPeer>,
         incoming: &mut tokio::sync::mpsc::UnboundedReceiver<Incoming>,
-    ) -> Result<String, AdapterError> {
+    ) -> Result<String, AgentError> {
         let cwd = self.ctx.cwd.to_string_lossy().into_owned();
         let thread_id = match &self.ctx.continue_native_session_id {
             Some(thread_id) => {
@@ -416,7 +417,7 @@ impl Turn<'_> {
                 let result = unless_cancelled(&mut self.cancelled, resumed).await?;
                 let resumed = string_at(&result, "/thread/id").unwrap_or_default();
                 if resumed != thread_id {
-                    return Err(AdapterError::new(
+                    return Err(AgentError::new(
                         BridgeErrorCode::AgentSessionNotResumable,
                         "Codex resumed a different thread",
                     ));
@@ -506,7 +507,7 @@ impl Turn<'_> {
                 }
             };
             let Some(message) = message else {
-                return Err(AdapterError::new(
+                return Err(AgentError::new(
                     BridgeErrorCode::AgentProviderDisconnected,
                     "Codex App Server connection was lost",
                 ));
@@ -524,7 +525,7 @@ impl Turn<'_> {
         thread_id: &str,
         turn_id: &str,
         message: Incoming,
-    ) -> Option<Result<String, AdapterError>> {
+    ) -> Option<Result<String, AgentError>> {
         let (method, params, request_id) = match message {
             Incoming::Request { id, method, params } => (method, params, Some(id)),
             Incoming::Notification { method, params } => (method, params, None),
@@ -740,12 +741,12 @@ fn json_len(value: &Value) -> usize {
 /// A failed `thread/resume`: the session is gone only when Codex says it
 /// has no such thread ([`UNKNOWN_THREAD`]); anything else (a timeout, a
 /// lost connection, another refusal) is not the session's fault.
-fn resume_failed(failure: &RpcFailure) -> AdapterError {
+fn resume_failed(failure: &RpcFailure) -> AgentError {
     match failure {
         RpcFailure::Error {
             code: UNKNOWN_THREAD,
             ..
-        } => AdapterError::new(
+        } => AgentError::new(
             BridgeErrorCode::AgentSessionNotResumable,
             "Codex could not resume the session",
         ),
@@ -939,10 +940,10 @@ impl Adapter for CodexAdapter {
         &'a self,
         task_id: &'a str,
         text: String,
-    ) -> BoxFuture<'a, Result<(), AdapterError>> {
+    ) -> BoxFuture<'a, Result<(), AgentError>> {
         Box::pin(async move {
             let not_active = || {
-                AdapterError::new(
+                AgentError::new(
                     BridgeErrorCode::AgentTaskNotActive,
                     "the task is not running in the codex runtime",
                 )
@@ -959,7 +960,7 @@ impl Adapter for CodexAdapter {
                 _ => None,
             }
             .ok_or_else(|| {
-                AdapterError::new(
+                AgentError::new(
                     BridgeErrorCode::AgentTaskNotActive,
                     "Codex turn is no longer steerable",
                 )

@@ -16,7 +16,7 @@ use serverfs_testkit::mock_codex::{
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::ProxyPolicy;
+use serverfs_agent_runtime::{ProcessGroupId, ProxyPolicy};
 
 const TASK: &str = "agt_test";
 /// Bounds every wait on the mock.
@@ -33,7 +33,7 @@ struct TestHost {
 }
 
 impl Host for TestHost {
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
         self.events.lock().unwrap().push(event);
         Box::pin(async { Ok(()) })
     }
@@ -41,7 +41,7 @@ impl Host for TestHost {
     fn request_approval(
         &self,
         _payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
         let (held, dropped) = oneshot::channel::<()>();
         self.approvals.lock().unwrap().push(dropped);
         Box::pin(async move {
@@ -53,19 +53,19 @@ impl Host for TestHost {
     fn ask_question(
         &self,
         _payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AdapterError>> {
+    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
         Box::pin(std::future::pending())
     }
 
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async { Ok(()) })
     }
 
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AdapterError>> {
+    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>> {
         let failed = self.fail_turn_ids && ids.turn_id.is_some();
         Box::pin(async move {
             if failed {
-                Err(AdapterError::new(
+                Err(AgentError::new(
                     BridgeErrorCode::AgentResultStorageError,
                     "the store is full",
                 ))
@@ -77,8 +77,8 @@ impl Host for TestHost {
 
     fn record_process_group(
         &self,
-        _group: crate::ProcessGroupId,
-    ) -> BoxFuture<'_, Result<(), AdapterError>> {
+        _group: ProcessGroupId,
+    ) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async { Ok(()) })
     }
 }

@@ -10,6 +10,7 @@
 
 mod environment;
 mod stderr_capture;
+mod sys;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -23,8 +24,8 @@ use tokio::time::{Instant, sleep, timeout};
 pub use environment::{ProxyPolicy, provider_environment};
 pub use stderr_capture::{DEFAULT_STDERR_CAPACITY, StderrCapture, StderrTail};
 
-use crate::error::{BridgeError, CommandProblem};
-use crate::platform::{self, GroupSignal};
+use self::sys::GroupSignal;
+use crate::error::{CommandProblem, ProcessError};
 
 /// How often [`ProviderChild::terminate`] looks at the group while it waits.
 /// Termination is rare and a `/proc` scan is cheap; 20 ms keeps a stop
@@ -74,7 +75,7 @@ impl fmt::Display for ProcessGroupId {
 /// a provider stop is never proven by accident (ARCHITECTURE.md invariant
 /// 7).
 pub fn is_group_alive(group: ProcessGroupId) -> bool {
-    platform::group_has_live_member(group)
+    sys::group_has_live_member(group)
 }
 
 /// What [`ProviderChild::terminate`] achieved.
@@ -180,25 +181,25 @@ impl ProviderCommand {
     ///
     /// # Errors
     ///
-    /// - [`BridgeError::InvalidCommand`] (`AGENT_RUNTIME_UNAVAILABLE`): a
+    /// - [`ProcessError::InvalidCommand`] (`AGENT_RUNTIME_UNAVAILABLE`): a
     ///   relative executable or working directory, or a malformed or
     ///   reserved environment pair.
-    /// - [`BridgeError::ProxyEndpointMissing`] (`AGENT_RUNTIME_NOT_READY`):
+    /// - [`ProcessError::ProxyEndpointMissing`] (`AGENT_RUNTIME_NOT_READY`):
     ///   the proxy is enabled for the runtime but no endpoint is configured.
-    /// - [`BridgeError::Spawn`] (`AGENT_RUNTIME_UNAVAILABLE`): the OS
+    /// - [`ProcessError::Spawn`] (`AGENT_RUNTIME_UNAVAILABLE`): the OS
     ///   refused (missing executable, missing working directory, …).
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime, as `tokio::process` does.
-    pub fn spawn(&self) -> Result<ProviderChild, BridgeError> {
+    pub fn spawn(&self) -> Result<ProviderChild, ProcessError> {
         if !self.executable.is_absolute() {
-            return Err(BridgeError::InvalidCommand(
+            return Err(ProcessError::InvalidCommand(
                 CommandProblem::ExecutableNotAbsolute,
             ));
         }
         if !self.working_dir.is_absolute() {
-            return Err(BridgeError::InvalidCommand(
+            return Err(ProcessError::InvalidCommand(
                 CommandProblem::WorkingDirectoryNotAbsolute,
             ));
         }
@@ -224,8 +225,8 @@ impl ProviderCommand {
             // Reaches the leader only; `ProviderChild`'s `Drop` kills the
             // rest of the group.
             .kill_on_drop(true);
-        platform::contain(&mut command);
-        let mut child = command.spawn().map_err(BridgeError::Spawn)?;
+        sys::contain(&mut command);
+        let mut child = command.spawn().map_err(ProcessError::Spawn)?;
 
         // The child's pid is its group id (`contain`). `id()` is `None` only
         // once the child has been reaped, which nothing did yet.
@@ -233,11 +234,11 @@ impl ProviderCommand {
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .and_then(ProcessGroupId::from_raw)
-            .ok_or_else(|| BridgeError::Spawn(std::io::Error::other("provider has no pid")))?;
+            .ok_or_else(|| ProcessError::Spawn(std::io::Error::other("provider has no pid")))?;
         let stderr = child
             .stderr
             .take()
-            .ok_or_else(|| BridgeError::Spawn(std::io::Error::other("stderr not piped")))?;
+            .ok_or_else(|| ProcessError::Spawn(std::io::Error::other("stderr not piped")))?;
         let stderr = StderrCapture::start(stderr, self.stderr_capacity);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -319,12 +320,12 @@ impl ProviderChild {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Wait`] (`AGENT_PROVIDER_ERROR`) if `waitpid` fails.
-    pub async fn wait(&mut self) -> Result<ExitStatus, BridgeError> {
+    /// [`ProcessError::Wait`] (`AGENT_PROVIDER_ERROR`) if `waitpid` fails.
+    pub async fn wait(&mut self) -> Result<ExitStatus, ProcessError> {
         if let Some(status) = self.status {
             return Ok(status);
         }
-        let status = self.child.wait().await.map_err(BridgeError::Wait)?;
+        let status = self.child.wait().await.map_err(ProcessError::Wait)?;
         self.status = Some(status);
         Ok(status)
     }
@@ -402,7 +403,7 @@ impl ProviderChild {
     /// Signals the group; a failure is logged and left to the liveness
     /// checks, which then cannot prove the group gone.
     fn signal(&self, signal: GroupSignal) {
-        if let Err(err) = platform::signal_group(self.group, signal) {
+        if let Err(err) = sys::signal_group(self.group, signal) {
             tracing::warn!(error = %err, ?signal, "signalling provider group failed");
         }
     }

@@ -2,11 +2,15 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use serverfs_agent_bridge::{
-    BridgeError, BridgeErrorCode, CommandProblem, ProviderCommand, ProxyPolicy,
+use serverfs_agent_runtime::{
+    BridgeErrorCode, CommandProblem, ProcessError, ProviderCommand, ProxyPolicy,
 };
 
-use super::support::{read_stdout, stat, within};
+use serverfs_testkit::process::stat;
+
+use serverfs_testkit::within;
+
+use super::support::read_stdout;
 
 #[tokio::test]
 async fn the_child_runs_in_the_given_directory() {
@@ -54,7 +58,7 @@ async fn the_child_leads_a_process_group_of_its_own() {
     );
 }
 
-fn refusal(command: &ProviderCommand) -> BridgeError {
+fn refusal(command: &ProviderCommand) -> ProcessError {
     command.spawn().expect_err("the command must be refused")
 }
 
@@ -64,14 +68,14 @@ async fn relative_paths_are_refused_before_spawning() {
     let err = refusal(&ProviderCommand::new("sh", workdir.path()));
     assert!(matches!(
         err,
-        BridgeError::InvalidCommand(CommandProblem::ExecutableNotAbsolute)
+        ProcessError::InvalidCommand(CommandProblem::ExecutableNotAbsolute)
     ));
     assert_eq!(err.code(), BridgeErrorCode::AgentRuntimeUnavailable);
 
     let err = refusal(&ProviderCommand::new("/bin/sh", "relative/dir"));
     assert!(matches!(
         err,
-        BridgeError::InvalidCommand(CommandProblem::WorkingDirectoryNotAbsolute)
+        ProcessError::InvalidCommand(CommandProblem::WorkingDirectoryNotAbsolute)
     ));
 }
 
@@ -80,7 +84,7 @@ async fn missing_executable_or_directory_fails_to_spawn() {
     let workdir = tempfile::tempdir().unwrap();
     let missing_exe = workdir.path().join("no-such-provider");
     let err = refusal(&ProviderCommand::new(&missing_exe, workdir.path()));
-    assert!(matches!(err, BridgeError::Spawn(_)), "{err:?}");
+    assert!(matches!(err, ProcessError::Spawn(_)), "{err:?}");
     assert_eq!(err.code(), BridgeErrorCode::AgentRuntimeUnavailable);
     // Display never names the host path.
     assert!(!err.to_string().contains("no-such-provider"), "{err}");
@@ -89,7 +93,7 @@ async fn missing_executable_or_directory_fails_to_spawn() {
         "/bin/sh",
         workdir.path().join("gone"),
     ));
-    assert!(matches!(err, BridgeError::Spawn(_)), "{err:?}");
+    assert!(matches!(err, ProcessError::Spawn(_)), "{err:?}");
 }
 
 #[tokio::test]
@@ -102,7 +106,7 @@ async fn proxy_required_without_endpoint_is_not_ready() {
             enabled_for_runtime: true,
         }),
     );
-    assert!(matches!(err, BridgeError::ProxyEndpointMissing));
+    assert!(matches!(err, ProcessError::ProxyEndpointMissing));
     assert_eq!(err.code(), BridgeErrorCode::AgentRuntimeNotReady);
 }
 
@@ -112,6 +116,6 @@ async fn an_adapter_cannot_smuggle_a_proxy_variable() {
     let err = refusal(ProviderCommand::new("/bin/sh", workdir.path()).env("https_proxy", "x"));
     assert!(matches!(
         err,
-        BridgeError::InvalidCommand(CommandProblem::ForbiddenEnvironmentName)
+        ProcessError::InvalidCommand(CommandProblem::ForbiddenEnvironmentName)
     ));
 }

@@ -52,11 +52,10 @@ use serverfs_protocol::bridge::{
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
-use super::{
-    Adapter, AdapterError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
-    TaskContext, TurnOutcome, TurnStatus,
+use crate::{
+    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProcessGroupId,
+    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, TurnStatus,
 };
-use crate::{ProcessGroupId, ProviderCommand, ProxyPolicy};
 
 /// The fake runtime's name.
 pub const FAKE_RUNTIME: &str = "fake";
@@ -125,7 +124,7 @@ pub enum Directive {
 /// # Errors
 ///
 /// `AGENT_PROVIDER_ERROR` for an unknown or malformed directive.
-pub fn parse_script(prompt: &str) -> Result<Vec<Directive>, AdapterError> {
+pub fn parse_script(prompt: &str) -> Result<Vec<Directive>, AgentError> {
     let mut script = Vec::new();
     for line in prompt.lines() {
         let Some(directive) = line.trim().strip_prefix("fake:") else {
@@ -143,9 +142,9 @@ pub fn parse_script(prompt: &str) -> Result<Vec<Directive>, AdapterError> {
     Ok(script)
 }
 
-fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AdapterError> {
+fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
     let malformed = || {
-        AdapterError::new(
+        AgentError::new(
             BridgeErrorCode::AgentProviderError,
             "malformed fake directive",
         )
@@ -194,7 +193,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AdapterError> {
         }
         "child-tree" => no_argument(Directive::ChildTree),
         "env" => no_argument(Directive::Env),
-        _ => Err(AdapterError::new(
+        _ => Err(AgentError::new(
             BridgeErrorCode::AgentProviderError,
             "unknown fake directive",
         )),
@@ -283,16 +282,16 @@ impl FakeAdapter {
     }
 
     /// Registers `task_id` as active; the guard deregisters it.
-    fn register(&self, task_id: &str) -> Result<(Registration<'_>, Turn), AdapterError> {
+    fn register(&self, task_id: &str) -> Result<(Registration<'_>, Turn), AgentError> {
         let mut state = self.lock();
         if state.closed {
-            return Err(AdapterError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentRuntimeUnavailable,
                 "the fake runtime is closed",
             ));
         }
         if state.tasks.contains_key(task_id) {
-            return Err(AdapterError::new(
+            return Err(AgentError::new(
                 BridgeErrorCode::AgentProviderError,
                 "the task is already running",
             ));
@@ -382,12 +381,12 @@ impl Drop for Registration<'_> {
 
 /// Why a turn ended early.
 enum End {
-    Failed(AdapterError),
+    Failed(AgentError),
     Stopped(Stop),
 }
 
-impl From<AdapterError> for End {
-    fn from(error: AdapterError) -> Self {
+impl From<AgentError> for End {
+    fn from(error: AgentError) -> Self {
         End::Failed(error)
     }
 }
@@ -484,7 +483,7 @@ impl Turn {
                 // An ACP-like provider cannot act on a bare decision: it
                 // needs the id of one of its own options.
                 let option_id = option_id.ok_or_else(|| {
-                    AdapterError::new(
+                    AgentError::new(
                         BridgeErrorCode::AgentProviderError,
                         "the approval named none of the offered options",
                     )
@@ -521,7 +520,7 @@ impl Turn {
                 )
                 .await?;
                 let json = serde_json::to_string(&resolution).map_err(|_| {
-                    AdapterError::new(
+                    AgentError::new(
                         BridgeErrorCode::AgentProviderError,
                         "the answer could not be encoded",
                     )
@@ -540,7 +539,7 @@ impl Turn {
                 let messages = &mut self.messages;
                 let message = guard(self.stop.clone(), deadline, async {
                     messages.recv().await.ok_or_else(|| {
-                        AdapterError::new(
+                        AgentError::new(
                             BridgeErrorCode::AgentTaskNotActive,
                             "the steering channel closed",
                         )
@@ -549,19 +548,19 @@ impl Turn {
                 .await?;
                 Ok(Some(format!("steered={message}")))
             }
-            Directive::Fail(code) => Err(End::Failed(AdapterError::new(
+            Directive::Fail(code) => Err(End::Failed(AgentError::new(
                 code,
                 "the fake runtime failed as scripted",
             ))),
             Directive::Write { name, content } => {
                 if ctx.profile != AgentProfile::WorkspaceWrite {
-                    return Err(End::Failed(AdapterError::new(
+                    return Err(End::Failed(AgentError::new(
                         BridgeErrorCode::AgentProfileNotAllowed,
                         "writing needs the workspace-write profile",
                     )));
                 }
                 if !is_plain_name(&name) {
-                    return Err(End::Failed(AdapterError::new(
+                    return Err(End::Failed(AgentError::new(
                         BridgeErrorCode::InvalidWorkdirPath,
                         "the fake write target is not a plain file name",
                     )));
@@ -601,7 +600,7 @@ impl Turn {
             .proxy(adapter.proxy.clone())
             .spawn()
             .map_err(|error| {
-                AdapterError::new(error.code(), "the fake child tree could not be started")
+                AgentError::new(error.code(), "the fake child tree could not be started")
             })?;
         *lock(&self.active.group) = Some(child.process_group());
         if let Err(error) = host.record_process_group(child.process_group()).await {
@@ -618,7 +617,7 @@ impl Turn {
         let termination = child.terminate(TERMINATE_GRACE).await;
         *lock(&self.active.group) = None;
         if !termination.group_gone {
-            return Err(End::Failed(AdapterError::new(
+            return Err(End::Failed(AgentError::new(
                 BridgeErrorCode::AgentProviderError,
                 "the fake child tree could not be proven stopped",
             )));
@@ -632,12 +631,9 @@ impl Turn {
 
 /// Runs `env` in the cwd with the adapter's proxy policy and reports the
 /// variables a provider's egress depends on.
-async fn child_environment(
-    adapter: &FakeAdapter,
-    ctx: &TaskContext,
-) -> Result<String, AdapterError> {
+async fn child_environment(adapter: &FakeAdapter, ctx: &TaskContext) -> Result<String, AgentError> {
     let failed = |what: &str| {
-        AdapterError::new(
+        AgentError::new(
             BridgeErrorCode::AgentProviderError,
             format!("the fake env child {what}"),
         )
@@ -647,7 +643,7 @@ async fn child_environment(
         .proxy(adapter.proxy.clone())
         .spawn()
         .map_err(|error| {
-            AdapterError::new(error.code(), "the fake env child could not be started")
+            AgentError::new(error.code(), "the fake env child could not be started")
         })?;
     let mut stdout = child.take_stdout().ok_or_else(|| failed("has no output"))?;
     let mut output = Vec::new();
@@ -701,7 +697,7 @@ async fn guard<T, F>(
     work: F,
 ) -> Result<T, End>
 where
-    F: Future<Output = Result<T, AdapterError>>,
+    F: Future<Output = Result<T, AgentError>>,
 {
     tokio::select! {
         biased;
@@ -732,8 +728,8 @@ async fn expired(deadline: Option<Instant>) {
     }
 }
 
-fn timed_out() -> AdapterError {
-    AdapterError::new(
+fn timed_out() -> AgentError {
+    AgentError::new(
         BridgeErrorCode::AgentTaskTimedOut,
         "the task deadline passed",
     )
@@ -824,9 +820,8 @@ fn is_plain_name(name: &str) -> bool {
 /// Creates or replaces the regular file `name` directly in `cwd`, opened
 /// beneath the directory descriptor without following a symlink; a
 /// non-regular file there (FIFO, device, directory) is refused.
-fn write_beneath(cwd: &Path, name: &str, content: &[u8]) -> Result<(), AdapterError> {
-    let failed =
-        |_| AdapterError::new(BridgeErrorCode::AgentProviderError, "the fake write failed");
+fn write_beneath(cwd: &Path, name: &str, content: &[u8]) -> Result<(), AgentError> {
+    let failed = |_| AgentError::new(BridgeErrorCode::AgentProviderError, "the fake write failed");
     let dir = rustix::fs::open(
         cwd,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -848,7 +843,7 @@ fn write_beneath(cwd: &Path, name: &str, content: &[u8]) -> Result<(), AdapterEr
     .map_err(failed)?;
     let stat = rustix::fs::fstat(&file).map_err(failed)?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(AdapterError::new(
+        return Err(AgentError::new(
             BridgeErrorCode::AgentProviderError,
             "the fake write target is not a regular file",
         ));
@@ -900,7 +895,7 @@ impl Adapter for FakeAdapter {
         &'a self,
         task_id: &'a str,
         text: String,
-    ) -> BoxFuture<'a, Result<(), AdapterError>> {
+    ) -> BoxFuture<'a, Result<(), AgentError>> {
         let sent = match self.active(task_id) {
             Some(active) => active.messages.send(text).map_err(|_| not_active()),
             None => Err(not_active()),
@@ -939,8 +934,8 @@ impl Adapter for FakeAdapter {
     }
 }
 
-fn not_active() -> AdapterError {
-    AdapterError::new(
+fn not_active() -> AgentError {
+    AgentError::new(
         BridgeErrorCode::AgentTaskNotActive,
         "the task is not running in the fake runtime",
     )

@@ -1,15 +1,15 @@
 //! The stderr capture stays bounded, keeps the tail and never blocks the
 //! provider.
 
-use serverfs_agent_bridge::{DEFAULT_STDERR_CAPACITY, ProviderCommand};
+use serverfs_agent_runtime::{DEFAULT_STDERR_CAPACITY, ProviderCommand};
 
-use super::support::within;
+use serverfs_testkit::within;
 
 /// One MiB of `x`, then a marker, all on stderr.
 const FLOOD: &str = "head -c 1048576 /dev/zero | tr '\\0' x >&2; printf TAIL-END >&2";
 const FLOOD_BYTES: u64 = 1024 * 1024 + 8;
 
-async fn flood(command: &mut ProviderCommand) -> serverfs_agent_bridge::StderrTail {
+async fn flood(command: &mut ProviderCommand) -> serverfs_agent_runtime::StderrTail {
     let mut child = command.args(["-c", FLOOD]).spawn().unwrap();
     // Exiting at all shows the pipe was drained: unread, it would block the
     // writer at 64 KiB.

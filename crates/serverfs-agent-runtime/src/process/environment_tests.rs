@@ -107,7 +107,7 @@ fn enabled_proxy_without_endpoint_fails_closed() {
             enabled_for_runtime: true,
         };
         let err = provider_environment(hostile_inherited(), &[], &proxy).unwrap_err();
-        assert!(matches!(err, BridgeError::ProxyEndpointMissing), "{err:?}");
+        assert!(matches!(err, ProcessError::ProxyEndpointMissing), "{err:?}");
     }
 }
 
@@ -132,7 +132,7 @@ fn adapter_pairs_cannot_carry_proxy_or_reserved_names() {
         assert!(
             matches!(
                 err,
-                BridgeError::InvalidCommand(CommandProblem::ForbiddenEnvironmentName)
+                ProcessError::InvalidCommand(CommandProblem::ForbiddenEnvironmentName)
             ),
             "{name}: {err:?}"
         );
@@ -166,7 +166,7 @@ fn adapter_pairs_may_carry_credentials_but_not_malformed_names() {
         let extra = pairs(&[(name, value)]);
         let err = provider_environment([], &extra, &ProxyPolicy::disabled()).unwrap_err();
         assert!(
-            matches!(err, BridgeError::InvalidCommand(found) if found == problem),
+            matches!(err, ProcessError::InvalidCommand(found) if found == problem),
             "{name:?}: {err:?}"
         );
     }

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use serverfs_agent_bridge::{ProviderCommand, ProxyPolicy, provider_environment};
+use serverfs_agent_runtime::{ProviderCommand, ProxyPolicy, provider_environment};
 
-use super::support::{read_stdout, within};
+use serverfs_testkit::within;
+
+use super::support::read_stdout;
 
 const ENV: &str = "/usr/bin/env";
 

@@ -4,14 +4,18 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use rustix::process::{Pid, test_kill_process_group};
-use serverfs_agent_bridge::{ProcessGroupId, ProviderCommand, is_group_alive};
+use serverfs_agent_runtime::{ProcessGroupId, ProviderCommand, is_group_alive};
 
-use super::support::{await_members, first_line, runs_in_group, stat, within};
+use serverfs_testkit::process::{runs_in_group, stat};
+
+use serverfs_testkit::within;
+
+use super::support::{await_members, first_line};
 
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
 
-fn start(script: &str) -> serverfs_agent_bridge::ProviderChild {
+fn start(script: &str) -> serverfs_agent_runtime::ProviderChild {
     let workdir = std::env::temp_dir();
     ProviderCommand::new("/bin/sh", workdir)
         .args(["-c", script])

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{BridgeError, CommandProblem};
+use crate::error::{CommandProblem, ProcessError};
 
 /// Variables copied from the Bridge's own environment, and why each one.
 ///
@@ -130,15 +130,15 @@ impl fmt::Debug for ProxyPolicy {
 ///
 /// # Errors
 ///
-/// - [`BridgeError::InvalidCommand`] (`AGENT_RUNTIME_UNAVAILABLE`) when an
+/// - [`ProcessError::InvalidCommand`] (`AGENT_RUNTIME_UNAVAILABLE`) when an
 ///   `extra` name is malformed or reserved, or a value contains NUL.
-/// - [`BridgeError::ProxyEndpointMissing`] (`AGENT_RUNTIME_NOT_READY`) when
+/// - [`ProcessError::ProxyEndpointMissing`] (`AGENT_RUNTIME_NOT_READY`) when
 ///   the runtime must use the proxy and no endpoint is configured.
 pub fn provider_environment<I>(
     inherited: I,
     extra: &[(String, String)],
     proxy: &ProxyPolicy,
-) -> Result<Vec<(String, String)>, BridgeError>
+) -> Result<Vec<(String, String)>, ProcessError>
 where
     I: IntoIterator<Item = (String, String)>,
 {
@@ -157,19 +157,19 @@ where
 
     for (name, value) in extra {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(BridgeError::InvalidCommand(
+            return Err(ProcessError::InvalidCommand(
                 CommandProblem::InvalidEnvironmentName,
             ));
         }
         if value.contains('\0') {
-            return Err(BridgeError::InvalidCommand(
+            return Err(ProcessError::InvalidCommand(
                 CommandProblem::InvalidEnvironmentValue,
             ));
         }
         // An adapter that sets its own proxy variable would bypass the
         // operator's policy; refuse loudly rather than drop it silently.
         if is_reserved_name(name) {
-            return Err(BridgeError::InvalidCommand(
+            return Err(ProcessError::InvalidCommand(
                 CommandProblem::ForbiddenEnvironmentName,
             ));
         }
@@ -181,9 +181,9 @@ where
             .proxy_url
             .as_deref()
             .filter(|url| !url.trim().is_empty())
-            .ok_or(BridgeError::ProxyEndpointMissing)?;
+            .ok_or(ProcessError::ProxyEndpointMissing)?;
         if url.contains('\0') {
-            return Err(BridgeError::ProxyEndpointMissing);
+            return Err(ProcessError::ProxyEndpointMissing);
         }
         env.insert("HTTPS_PROXY".to_owned(), url.to_owned());
         env.insert(

@@ -1,0 +1,76 @@
+//! The agent-runtime kit: the contract between the ServerFS Agent Bridge's
+//! task core and a provider adapter, and the pieces every adapter builds
+//! on, so that each protocol family (Codex App Server, the stream-json
+//! control protocol of Claude Code and Qoder, ACP) writes only what is its
+//! own.
+//!
+//! * **The contract** ([`Adapter`], [`Host`], [`TaskContext`],
+//!   [`TurnOutcome`], [`Capabilities`], [`AgentError`]): what the core asks
+//!   of a runtime and the callbacks a runtime uses to talk back.
+//! * **Process containment** ([`ProviderCommand`], [`ProviderChild`]): a
+//!   provider starts from an absolute executable with fixed argv, in the
+//!   authorized working directory, with an environment built from nothing
+//!   ([`provider_environment`]: a short allowlist, the adapter's pairs,
+//!   and `HTTPS_PROXY`/`NO_PROXY` only when the runtime uses the agent
+//!   egress proxy), stdin/stdout piped for the adapter's protocol, stderr
+//!   drained into a bounded [`StderrCapture`], in a process group of its
+//!   own that [`ProviderChild::terminate`] stops as a whole and proves
+//!   gone. Provider text is cleaned of credentials by
+//!   [`scrub_credentials`].
+//! * **The fake runtime** ([`fake`]): deterministic and prompt-scripted,
+//!   the reference implementation of the contract.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//!
+//! use serverfs_agent_runtime::{ProviderCommand, ProxyPolicy, is_group_alive};
+//! use tokio::io::AsyncReadExt;
+//!
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! runtime.block_on(async {
+//!     let workdir = std::env::temp_dir();
+//!     let mut provider = ProviderCommand::new("/bin/sh", &workdir)
+//!         .args(["-c", "echo ready; echo diagnostics >&2; sleep 300 & wait"])
+//!         .env("PROVIDER_ENTRYPOINT", "serverfs")
+//!         .proxy(ProxyPolicy::disabled())
+//!         .spawn()?;
+//!
+//!     let mut stdout = provider.take_stdout().ok_or("stdout is piped")?;
+//!     let mut line = [0_u8; 6];
+//!     stdout.read_exact(&mut line).await?;
+//!     assert_eq!(&line, b"ready\n");
+//!
+//!     // Cancel: the shell and the `sleep` it started go down together.
+//!     let stopped = provider.terminate(Duration::from_secs(5)).await;
+//!     assert!(stopped.group_gone);
+//!     assert!(!is_group_alive(provider.process_group()));
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok(()) }
+//! ```
+//!
+//! The rules live in ARCHITECTURE.md §1 and §6, spec-agent-bridge.md §9
+//! and §10.5 (egress proxy) and spec-adapters.md §1 and §7.1. This crate
+//! has no SQLite, configuration or lease dependency: those stay in the
+//! Bridge, out of the adapters' reach.
+
+#![warn(missing_docs)]
+
+mod contract;
+mod error;
+pub mod fake;
+mod process;
+mod scrub;
+
+pub use contract::{
+    Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState, TaskContext,
+    TurnOutcome, TurnStatus,
+};
+pub use error::{AgentError, CommandProblem, ProcessError};
+pub use process::{
+    DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy,
+    StderrCapture, StderrTail, Termination, is_group_alive, provider_environment,
+};
+pub use scrub::{CREDENTIAL_MARKER, scrub_credentials};
+pub use serverfs_protocol::bridge::BridgeErrorCode;
