@@ -2,35 +2,42 @@
 //! transport (spec-adapters.md §2.1–§2.2, §2.7).
 //!
 //! * `stdio` (default): a Bridge-owned `codex app-server` child per
-//!   connection, started through the shared process helper (authorized
-//!   cwd, own process group, scrubbed environment, bounded stderr) and
-//!   stopped as a group when the connection closes.
+//!   connection, started through the kit's process helper (authorized cwd,
+//!   own process group recorded before it acts, scrubbed environment,
+//!   bounded stderr) and stopped as a group when the connection closes.
 //! * `daemon`: the user's managed daemon over WebSocket on its Unix control
-//!   socket (`ws://localhost/rpc`, text frames, no compression, never
-//!   through a proxy). With autostart, a failed connect runs the official
-//!   `codex app-server daemon start` once, then connects again (whatever
-//!   the command's exit status: the socket decides).
+//!   socket ([`crate::websocket`], never through a proxy). With autostart,
+//!   a failed connect runs the official `codex app-server daemon start`
+//!   once, then connects again (whatever the command's exit status: the
+//!   socket decides).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use serverfs_protocol::bridge::BridgeErrorCode;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RpcFailure};
+use serverfs_agent_runtime::lines::{read_lines, write_lines};
+use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider};
+use serverfs_agent_runtime::{
+    AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand, ProxyPolicy,
+};
 use tokio::io::AsyncReadExt;
-use tokio::net::UnixStream;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use crate::rpc::{Incoming, MAX_MESSAGE_BYTES, RpcFailure, RpcPeer, Wire};
-use serverfs_agent_runtime::{AgentError, Host, ProviderChild, ProviderCommand, ProxyPolicy};
+use crate::websocket;
+use crate::wire::{
+    ClientCapabilities, ClientInfo, INITIALIZED, Initialize, InitializeParams, Method,
+};
 
-/// `SIGTERM` grace of a Bridge-owned app-server before `SIGKILL`.
-const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Largest message accepted from Codex (its frames can be large: whole
+/// file diffs); a larger one ends the connection. Messages that are not
+/// JSON are skipped.
+pub const MAX_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
+
 /// Budget of `codex app-server daemon start`.
 const DAEMON_START_BUDGET: Duration = Duration::from_secs(30);
-/// Budget of connecting to the daemon's control socket.
-const CONNECT_BUDGET: Duration = Duration::from_secs(5);
 
 /// How the Bridge reaches Codex.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,25 +96,58 @@ fn disconnected(message: &str) -> AgentError {
     )
 }
 
+/// Why a request of ours failed: the peer's failure, or a result the
+/// adapter cannot read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallFailure {
+    /// The JSON-RPC exchange failed.
+    Rpc(RpcFailure),
+    /// Codex answered, but not in the shape the method promises.
+    Unreadable,
+}
+
 /// The adapter's error for a failed request of ours. The provider's own
 /// message is not passed on: it may name host paths the core cannot
 /// attribute to a workdir.
-pub fn request_failed(what: &str, failure: &RpcFailure) -> AgentError {
+pub fn request_failed(what: &str, failure: &CallFailure) -> AgentError {
     match failure {
-        RpcFailure::Error { code, .. } => AgentError::new(
-            BridgeErrorCode::AgentProviderError,
-            format!("Codex refused {what} (JSON-RPC error {code})"),
-        ),
-        RpcFailure::Timeout => disconnected(&format!("Codex did not answer {what} in time")),
-        RpcFailure::Closed => disconnected("Codex App Server connection was lost"),
+        CallFailure::Rpc(RpcFailure::Error { code, .. }) => {
+            AgentError::provider(format!("Codex refused {what} (JSON-RPC error {code})"))
+        }
+        CallFailure::Rpc(RpcFailure::Timeout) => {
+            disconnected(&format!("Codex did not answer {what} in time"))
+        }
+        CallFailure::Rpc(RpcFailure::Closed) => {
+            disconnected("Codex App Server connection was lost")
+        }
+        CallFailure::Unreadable => {
+            AgentError::provider(format!("Codex answered {what} with an unreadable result"))
+        }
     }
+}
+
+/// Sends request `M` on `peer` and decodes its result.
+pub async fn call<M: Method>(
+    peer: &JsonRpcPeer,
+    params: &M::Params,
+) -> Result<M::Result, CallFailure> {
+    let params = serde_json::to_value(params).map_err(|_| CallFailure::Unreadable)?;
+    let result = peer
+        .request(M::NAME, params)
+        .await
+        .map_err(CallFailure::Rpc)?;
+    decode(result)
+}
+
+fn decode<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, CallFailure> {
+    serde_json::from_value(value).map_err(|_| CallFailure::Unreadable)
 }
 
 /// One initialized connection.
 pub struct Connection {
     /// Our side of the JSON-RPC session, shared with the tasks that serve
     /// server requests and with steering.
-    pub peer: Arc<RpcPeer>,
+    pub peer: Arc<JsonRpcPeer>,
     /// Server requests and notifications.
     pub incoming: mpsc::UnboundedReceiver<Incoming>,
     /// The server's `userAgent`.
@@ -123,31 +163,37 @@ impl Connection {
         cwd: &Path,
         host: Option<&dyn Host>,
     ) -> Result<Connection, AgentError> {
-        let (wire, child) = match &config.transport {
+        let timeout = config.request_timeout;
+        let (peer, incoming, child) = match &config.transport {
             CodexTransport::Stdio => {
-                let mut child = config
-                    .command(cwd)
-                    .args(["app-server"])
-                    .spawn()
-                    .map_err(|error| AgentError::new(error.code(), "codex could not be started"))?;
-                if let Some(host) = host
-                    && let Err(error) = host.record_process_group(child.process_group()).await
-                {
-                    let _stopped = child.terminate(STOP_GRACE).await;
-                    return Err(error);
-                }
+                let mut command = config.command(cwd);
+                command.args(["app-server"]);
+                let mut child = spawn_provider(&command, host, "codex").await?;
                 let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
                     let _stopped = child.terminate(STOP_GRACE).await;
                     return Err(not_ready("codex app-server has no stdio"));
                 };
-                (Wire::Stdio { stdin, stdout }, Some(child))
+                let (peer, incoming) = JsonRpcPeer::start(
+                    timeout,
+                    |mut router| async move {
+                        read_lines(stdout, MAX_MESSAGE_BYTES, |line| router.keep_reading(line))
+                            .await;
+                    },
+                    |queue| write_lines(stdin, queue),
+                );
+                (peer, incoming, Some(child))
             }
-            CodexTransport::Daemon { autostart } => (
-                Wire::WebSocket(Box::new(connect_daemon(config, *autostart).await?)),
-                None,
-            ),
+            CodexTransport::Daemon { autostart } => {
+                let socket = connect_daemon(config, *autostart).await?;
+                let (sink, stream) = socket.split();
+                let (peer, incoming) = JsonRpcPeer::start(
+                    timeout,
+                    |router| websocket::read_frames(stream, router),
+                    |queue| websocket::write_frames(sink, queue),
+                );
+                (peer, incoming, None)
+            }
         };
-        let (peer, incoming) = RpcPeer::start(wire, config.request_timeout);
         let mut connection = Connection {
             peer: Arc::new(peer),
             incoming,
@@ -164,28 +210,21 @@ impl Connection {
     }
 
     async fn initialize(&mut self) -> Result<(), AgentError> {
-        let result = self
-            .peer
-            .request(
-                "initialize",
-                json!({
-                    "clientInfo": {
-                        "name": "serverfs-agent-bridge",
-                        "title": "ServerFS Agent Bridge",
-                        "version": env!("CARGO_PKG_VERSION"),
-                    },
-                    // Needed for `availableDecisions` and
-                    // `additionalPermissions` on approvals.
-                    "capabilities": { "experimentalApi": true },
-                }),
-            )
+        let params = InitializeParams {
+            client_info: ClientInfo {
+                name: "serverfs-agent-bridge",
+                title: "ServerFS Agent Bridge",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            capabilities: ClientCapabilities {
+                experimental_api: true,
+            },
+        };
+        let result = call::<Initialize>(&self.peer, &params)
             .await
             .map_err(|failure| request_failed("initialize", &failure))?;
-        self.user_agent = result
-            .get("userAgent")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        self.peer.notify("initialized", json!({}));
+        self.user_agent = result.user_agent;
+        self.peer.notify(INITIALIZED, serde_json::json!({}));
         Ok(())
     }
 
@@ -207,10 +246,11 @@ impl Connection {
 async fn connect_daemon(
     config: &CodexConfig,
     autostart: bool,
-) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AgentError> {
-    match websocket(&config.control_socket()).await {
+) -> Result<websocket::Socket, AgentError> {
+    let unavailable = || not_ready("Codex App Server daemon control socket is unavailable");
+    match websocket::connect(&config.control_socket()).await {
         Ok(socket) => return Ok(socket),
-        Err(error) if !autostart => return Err(error),
+        Err(_) if !autostart => return Err(unavailable()),
         Err(_) => {}
     }
     let started = start_daemon(config).await;
@@ -218,35 +258,10 @@ async fn connect_daemon(
     // the daemon's (it can fail printing its status line, or report an
     // error while a daemon it raced with came up). Only when nothing
     // listens is the start's own failure reported.
-    match websocket(&config.control_socket()).await {
+    match websocket::connect(&config.control_socket()).await {
         Ok(socket) => Ok(socket),
-        Err(error) => Err(started.err().unwrap_or(error)),
+        Err(_) => Err(started.err().unwrap_or_else(unavailable)),
     }
-}
-
-async fn websocket(
-    socket: &Path,
-) -> Result<tokio_tungstenite::WebSocketStream<UnixStream>, AgentError> {
-    let unavailable = || not_ready("Codex App Server daemon control socket is unavailable");
-    let stream = tokio::time::timeout(CONNECT_BUDGET, UnixStream::connect(socket))
-        .await
-        .map_err(|_| unavailable())?
-        .map_err(|_| unavailable())?;
-    // Client handshake only: no TLS, no permessage-deflate (offering it
-    // makes the daemon drop the connection). The library's default limits
-    // (16 MiB frames, 64 MiB messages) are below what stdio accepts; one
-    // bound for both transports, so a large diff fails neither.
-    let limits = WebSocketConfig::default()
-        .max_message_size(Some(MAX_MESSAGE_BYTES))
-        .max_frame_size(Some(MAX_MESSAGE_BYTES));
-    let (socket, _response) = tokio::time::timeout(
-        CONNECT_BUDGET,
-        tokio_tungstenite::client_async_with_config("ws://localhost/rpc", stream, Some(limits)),
-    )
-    .await
-    .map_err(|_| unavailable())?
-    .map_err(|_| unavailable())?;
-    Ok(socket)
 }
 
 /// Runs the official `codex app-server daemon start` (never anything
@@ -258,12 +273,9 @@ async fn websocket(
 /// when the command exits, not at end of file, since the daemon it starts
 /// may inherit the pipe.
 async fn start_daemon(config: &CodexConfig) -> Result<(), AgentError> {
-    let cwd = config.home.clone();
-    let mut child = config
-        .command(&cwd)
-        .args(["app-server", "daemon", "start"])
-        .spawn()
-        .map_err(|error| AgentError::new(error.code(), "codex could not be started"))?;
+    let mut command = config.command(&config.home);
+    command.args(["app-server", "daemon", "start"]);
+    let mut child = spawn_provider(&command, None, "codex").await?;
     drop(child.take_stdin());
     let mut stdout = child.take_stdout();
     let waited = tokio::time::timeout(DAEMON_START_BUDGET, async {

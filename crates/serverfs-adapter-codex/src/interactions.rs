@@ -7,10 +7,13 @@
 //! else is refused at once.
 
 use serde_json::{Map, Value, json};
+use serverfs_agent_runtime::payload;
 use serverfs_protocol::bridge::{
     ApprovalCategory, ApprovalDecision, ApprovalPayload, ApprovalResolution, FileChange, Question,
     QuestionOption, QuestionPayload, QuestionResolution, RequestedPermission,
 };
+
+use crate::wire::{Decision, DecisionList, Malformed, ServerRequest, UserInputParams};
 
 /// What a server request asks of the human, or why it is refused at once.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,10 +48,6 @@ pub const UNSUPPORTED: i64 = -32601;
 /// JSON-RPC server error: a request the Bridge refuses.
 pub const REFUSED: i64 = -32000;
 
-fn text(params: &Value, key: &str) -> Option<String> {
-    params.get(key).and_then(Value::as_str).map(str::to_owned)
-}
-
 /// The neutral decision of a native decision string.
 fn neutral_decision(native: &str) -> Option<ApprovalDecision> {
     match native {
@@ -73,13 +72,14 @@ pub fn native_decision(decision: ApprovalDecision) -> &'static str {
 /// The offer: native string decisions mapped, deduplicated, in the
 /// neutral order; the spec's default when Codex gives no list (absent,
 /// `null` or empty). `None` when Codex gave a list of which nothing maps
-/// (only object-shaped or unknown decisions): offering the default then
-/// would let the human pick a decision Codex never offered.
-fn offered(params: &Value) -> Option<Vec<ApprovalDecision>> {
-    let listed = match params.get("availableDecisions") {
-        None | Some(Value::Null) => &[][..],
-        Some(Value::Array(list)) => list.as_slice(),
-        Some(_) => return None,
+/// (only object-shaped or unknown decisions), or no list at all: offering
+/// the default then would let the human pick a decision Codex never
+/// offered.
+fn offered(listed: Option<&DecisionList>) -> Option<Vec<ApprovalDecision>> {
+    let listed = match listed {
+        None | Some(DecisionList::Other(Value::Null)) => &[][..],
+        Some(DecisionList::List(list)) => list.as_slice(),
+        Some(DecisionList::Other(_)) => return None,
     };
     if listed.is_empty() {
         return Some(vec![
@@ -90,8 +90,10 @@ fn offered(params: &Value) -> Option<Vec<ApprovalDecision>> {
     }
     let native: Vec<ApprovalDecision> = listed
         .iter()
-        .filter_map(Value::as_str)
-        .filter_map(neutral_decision)
+        .filter_map(|decision| match decision {
+            Decision::Name(name) => neutral_decision(name),
+            Decision::Object(_) => None,
+        })
         .collect();
     let offer: Vec<ApprovalDecision> = ApprovalDecision::ALL
         .iter()
@@ -108,48 +110,30 @@ const NOTHING_OFFERABLE: Ask = Ask::Refuse {
     message: "no decision the Bridge can offer",
 };
 
-/// An approval payload offering `available_decisions`.
-fn approval(
-    category: ApprovalCategory,
-    title: &str,
-    params: &Value,
-    available_decisions: Vec<ApprovalDecision>,
-) -> ApprovalPayload {
-    ApprovalPayload {
-        category,
-        title: Some(title.to_owned()),
-        reason: text(params, "reason"),
-        command_display: None,
-        relative_cwd: None,
-        additional_permissions: None,
-        network_approval_context: None,
-        file_changes: None,
-        requested_permissions: None,
-        tool: None,
-        tool_input: None,
-        blocked_path: None,
-        available_decisions,
-        options: None,
-        approval_advice: None,
-    }
-}
+/// The refusal of a served request whose params cannot be read.
+const MALFORMED: Ask = Ask::Refuse {
+    code: REFUSED,
+    message: "malformed request",
+};
 
-/// Maps one server request. Unknown methods are refused as unsupported so
-/// that the turn never hangs on an unanswered request.
-pub fn ask(method: &str, params: &Value) -> Ask {
-    match method {
-        "item/commandExecution/requestApproval" => {
-            let Some(offer) = offered(params) else {
+/// Maps one decoded server request. Unknown methods are refused as
+/// unsupported and unreadable ones as malformed, so that the turn never
+/// hangs on an unanswered request.
+pub fn ask(request: Result<ServerRequest, Malformed>) -> Ask {
+    let request = match request {
+        Ok(request) => request,
+        Err(Malformed) => return MALFORMED,
+    };
+    match request {
+        ServerRequest::CommandApproval(params) => {
+            let Some(offer) = offered(params.available_decisions.as_ref()) else {
                 return NOTHING_OFFERABLE;
             };
-            let mut payload = approval(
-                ApprovalCategory::Command,
-                "Codex command approval",
-                params,
-                offer,
-            );
-            payload.command_display = match params.get("command") {
-                Some(Value::String(command)) => Some(command.clone()),
+            let mut payload =
+                payload::approval(ApprovalCategory::Command, "Codex command approval", offer);
+            payload.reason = params.reason;
+            payload.command_display = match params.command {
+                Some(Value::String(command)) => Some(command),
                 Some(Value::Array(argv)) => Some(
                     argv.iter()
                         .filter_map(Value::as_str)
@@ -158,46 +142,37 @@ pub fn ask(method: &str, params: &Value) -> Ask {
                 ),
                 _ => None,
             };
-            payload.relative_cwd = text(params, "cwd");
-            payload.network_approval_context = params
-                .get("networkApprovalContext")
-                .filter(|v| !v.is_null())
-                .cloned();
-            payload.additional_permissions = params
-                .get("additionalPermissions")
-                .filter(|v| !v.is_null())
-                .cloned();
+            payload.relative_cwd = params.cwd;
+            payload.network_approval_context =
+                params.network_approval_context.filter(|v| !v.is_null());
+            payload.additional_permissions = params.additional_permissions.filter(|v| !v.is_null());
             Ask::Approval(Box::new(payload), ApprovalKind::Decision)
         }
-        "item/fileChange/requestApproval" => {
-            let Some(offer) = offered(params) else {
+        ServerRequest::FileChangeApproval(params) => {
+            let Some(offer) = offered(params.available_decisions.as_ref()) else {
                 return NOTHING_OFFERABLE;
             };
-            let mut payload = approval(
+            let mut payload = payload::approval(
                 ApprovalCategory::FileChange,
                 "Codex file-change approval",
-                params,
                 offer,
             );
-            payload.file_changes = text(params, "grantRoot").map(|path| vec![FileChange { path }]);
+            payload.reason = params.reason;
+            payload.file_changes = params.grant_root.map(|path| vec![FileChange { path }]);
             Ask::Approval(Box::new(payload), ApprovalKind::Decision)
         }
-        "item/permissions/requestApproval" => {
-            let Some(permissions) = params
-                .get("permissions")
-                .and_then(Value::as_object)
-                .filter(|p| !p.is_empty())
-            else {
+        ServerRequest::PermissionsApproval(params) => {
+            let Some(permissions) = params.permissions.filter(|p| !p.is_empty()) else {
                 return Ask::Answer(json!({ "permissions": {}, "scope": "turn" }));
             };
             // A permission request has no decision list: the response
             // shape (`permissions` + `scope`) expresses all four.
-            let mut payload = approval(
+            let mut payload = payload::approval(
                 ApprovalCategory::ProviderPermission,
                 "Codex permission request",
-                params,
                 ApprovalDecision::ALL.to_vec(),
             );
+            payload.reason = params.reason;
             payload.requested_permissions = Some(
                 permissions
                     .iter()
@@ -208,33 +183,20 @@ pub fn ask(method: &str, params: &Value) -> Ask {
                     })
                     .collect(),
             );
-            Ask::Approval(
-                Box::new(payload),
-                ApprovalKind::Permissions(permissions.clone()),
-            )
+            Ask::Approval(Box::new(payload), ApprovalKind::Permissions(permissions))
         }
-        "item/tool/requestUserInput" => questions(params),
-        _ => Ask::Refuse {
+        ServerRequest::UserInput(params) => questions(params),
+        ServerRequest::Unsupported => Ask::Refuse {
             code: UNSUPPORTED,
             message: "unsupported request",
         },
     }
 }
 
-fn questions(params: &Value) -> Ask {
-    let malformed = Ask::Refuse {
-        code: REFUSED,
-        message: "malformed question",
-    };
-    let Some(list) = params.get("questions").and_then(Value::as_array) else {
-        return malformed;
-    };
+fn questions(params: UserInputParams) -> Ask {
     let mut questions = Vec::new();
-    for (index, question) in list.iter().enumerate() {
-        let (Some(id), Some(prompt)) = (text(question, "id"), text(question, "question")) else {
-            return malformed;
-        };
-        if question.get("isSecret").and_then(Value::as_bool) == Some(true) {
+    for (index, question) in params.questions.into_iter().enumerate() {
+        if question.is_secret == Some(true) {
             // A secret must never travel through the task store or a
             // remote client.
             return Ask::Refuse {
@@ -243,34 +205,29 @@ fn questions(params: &Value) -> Ask {
             };
         }
         let options: Vec<QuestionOption> = question
-            .get("options")
-            .and_then(Value::as_array)
-            .map(|options| {
-                options
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(option_index, option)| {
-                        Some(QuestionOption {
-                            option_id: format!("opt_{index}_{option_index}"),
-                            label: text(option, "label")?,
-                            description: text(option, "description"),
-                            preview: None,
-                        })
-                    })
-                    .collect()
+            .options
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(option_index, option)| {
+                Some(QuestionOption {
+                    option_id: format!("opt_{index}_{option_index}"),
+                    label: option.label?,
+                    description: option.description,
+                    preview: None,
+                })
             })
-            .unwrap_or_default();
-        let is_other = question.get("isOther").and_then(Value::as_bool) == Some(true);
+            .collect();
         questions.push(Question {
-            question_id: id,
-            prompt,
-            allow_free_text: is_other || options.is_empty(),
+            question_id: question.id,
+            prompt: question.question,
+            allow_free_text: question.is_other == Some(true) || options.is_empty(),
             options,
             multi_select: false,
         });
     }
     if questions.is_empty() {
-        return malformed;
+        return MALFORMED;
     }
     Ask::Question(QuestionPayload { questions })
 }
@@ -336,6 +293,11 @@ mod tests {
 
     use super::*;
 
+    /// Maps a request as it arrives: method and params.
+    fn ask_raw(method: &str, params: &Value) -> Ask {
+        ask(ServerRequest::decode(method.to_owned(), params.clone()))
+    }
+
     #[test]
     fn offers_only_native_string_decisions() {
         let params = json!({
@@ -348,7 +310,7 @@ mod tests {
             ]
         });
         let Ask::Approval(payload, ApprovalKind::Decision) =
-            ask("item/commandExecution/requestApproval", &params)
+            ask_raw("item/commandExecution/requestApproval", &params)
         else {
             panic!("not an approval");
         };
@@ -357,7 +319,7 @@ mod tests {
             vec![ApprovalDecision::ApproveOnce, ApprovalDecision::CancelTask]
         );
         assert_eq!(payload.command_display.as_deref(), Some("pytest -q"));
-        let default = ask(
+        let default = ask_raw(
             "item/fileChange/requestApproval",
             &json!({ "grantRoot": "/w" }),
         );
@@ -387,7 +349,8 @@ mod tests {
             json!({ "availableDecisions": null }),
             json!({ "availableDecisions": [] }),
         ] {
-            let Ask::Approval(payload, _) = ask("item/commandExecution/requestApproval", &absent)
+            let Ask::Approval(payload, _) =
+                ask_raw("item/commandExecution/requestApproval", &absent)
             else {
                 panic!("not an approval: {absent}");
             };
@@ -403,7 +366,7 @@ mod tests {
                 "item/fileChange/requestApproval",
             ] {
                 assert_eq!(
-                    ask(method, &unmappable),
+                    ask_raw(method, &unmappable),
                     Ask::Refuse {
                         code: REFUSED,
                         message: "no decision the Bridge can offer",
@@ -416,7 +379,7 @@ mod tests {
 
     #[test]
     fn argv_commands_are_joined() {
-        let Ask::Approval(payload, _) = ask(
+        let Ask::Approval(payload, _) = ask_raw(
             "item/commandExecution/requestApproval",
             &json!({ "command": ["cargo", "test"] }),
         ) else {
@@ -438,7 +401,8 @@ mod tests {
     #[test]
     fn permissions_grant_the_selected_subset_with_a_scope() {
         let params = json!({ "permissions": { "fileSystem": { "write": ["/w"] }, "network": { "enabled": true } } });
-        let Ask::Approval(payload, kind) = ask("item/permissions/requestApproval", &params) else {
+        let Ask::Approval(payload, kind) = ask_raw("item/permissions/requestApproval", &params)
+        else {
             panic!("not an approval");
         };
         assert_eq!(payload.available_decisions, ApprovalDecision::ALL.to_vec());
@@ -475,7 +439,7 @@ mod tests {
             json!({ "permissions": {}, "scope": "turn" })
         );
         assert_eq!(
-            ask(
+            ask_raw(
                 "item/permissions/requestApproval",
                 &json!({ "permissions": {} })
             ),
@@ -489,7 +453,7 @@ mod tests {
             "id": "q1", "header": "H", "question": "Pick", "isOther": true, "isSecret": false,
             "options": [{ "label": "A", "description": "first" }, { "label": "B" }]
         }]});
-        let Ask::Question(payload) = ask("item/tool/requestUserInput", &params) else {
+        let Ask::Question(payload) = ask_raw("item/tool/requestUserInput", &params) else {
             panic!("not a question");
         };
         assert_eq!(payload.questions[0].options[1].option_id, "opt_0_1");
@@ -508,15 +472,15 @@ mod tests {
         let mut secret = params.clone();
         secret["questions"][0]["isSecret"] = json!(true);
         assert!(matches!(
-            ask("item/tool/requestUserInput", &secret),
+            ask_raw("item/tool/requestUserInput", &secret),
             Ask::Refuse { code: REFUSED, .. }
         ));
         assert!(matches!(
-            ask("item/tool/requestUserInput", &json!({ "questions": [42] })),
+            ask_raw("item/tool/requestUserInput", &json!({ "questions": [42] })),
             Ask::Refuse { code: REFUSED, .. }
         ));
         assert!(matches!(
-            ask("mcpServer/elicitation/request", &json!({})),
+            ask_raw("mcpServer/elicitation/request", &json!({})),
             Ask::Refuse {
                 code: UNSUPPORTED,
                 ..

@@ -15,8 +15,17 @@ use serverfs_testkit::mock_codex::{
 };
 use tokio::sync::oneshot;
 
+use serde_json::{Value, json};
+use serverfs_agent_runtime::bounds::{MAX_ITEM_TEXT_BYTES, json_len};
+use serverfs_agent_runtime::jsonrpc::RpcFailure;
+use serverfs_agent_runtime::turns::ActiveTurn;
+use serverfs_agent_runtime::{ProcessGroupId, ProxyPolicy, TurnStatus, scrub_credentials};
+use serverfs_protocol::bridge::EventPayload;
+
 use super::*;
-use serverfs_agent_runtime::{ProcessGroupId, ProxyPolicy};
+use crate::connect::CallFailure;
+use crate::turn::{UNKNOWN_THREAD, item_summary, resume_failed};
+use crate::wire::Item;
 
 const TASK: &str = "agt_test";
 /// Bounds every wait on the mock.
@@ -156,11 +165,11 @@ impl Rig {
     }
 
     /// Waits until the turn of [`TASK`] is steerable (its id is known).
-    async fn wait_turn_handle(&self) -> Arc<Active> {
+    async fn wait_turn_handle(&self) -> Arc<ActiveTurn<TurnHandleSlot>> {
         let asked = Instant::now();
         loop {
-            if let Some(active) = self.adapter.active(TASK)
-                && active.turn.borrow().is_some()
+            if let Ok(active) = self.adapter.turns.active(TASK)
+                && active.state().borrow().is_some()
             {
                 return active;
             }
@@ -192,9 +201,12 @@ async fn a_dropped_turn_leaves_no_registration_connection_or_handler() {
     turn.abort();
     assert!(turn.await.unwrap_err().is_cancelled());
 
-    assert!(rig.adapter.active(TASK).is_none(), "registration leaked");
     assert!(
-        active.turn.borrow().is_none(),
+        rig.adapter.turns.active(TASK).is_err(),
+        "registration leaked"
+    );
+    assert!(
+        active.state().borrow().is_none(),
         "the turn handle (and its connection) leaked"
     );
     // The handler serving the approval went with the turn: its wait for
@@ -219,7 +231,7 @@ async fn a_cancel_while_the_thread_starts_ends_the_turn_at_once() {
         .unwrap();
     assert_eq!(outcome.status, TurnStatus::Cancelled);
     assert_eq!(rig.requests("turn/start"), Vec::<Value>::new());
-    assert!(rig.adapter.active(TASK).is_none());
+    assert!(rig.adapter.turns.active(TASK).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,32 +320,14 @@ async fn provider_error_text_loses_its_credentials() {
 }
 
 #[test]
-fn a_shutdown_wins_over_the_cancel_it_uses() {
-    let failed = || Err(provider_error("the Codex turn was interrupted"));
-    let status =
-        |closed, cancelled| ending(failed(), closed, cancelled, NativeIds::default()).status;
-    assert_eq!(status(true, true), TurnStatus::Interrupted);
-    assert_eq!(status(true, false), TurnStatus::Interrupted);
-    assert_eq!(status(false, true), TurnStatus::Cancelled);
-    assert_eq!(
-        status(false, false),
-        TurnStatus::Failed {
-            code: BridgeErrorCode::AgentProviderError
-        }
-    );
-    assert_eq!(
-        ending(Ok("done".to_owned()), true, true, NativeIds::default()).status,
-        TurnStatus::Completed
-    );
-}
-
-#[test]
 fn only_an_unknown_thread_makes_a_session_not_resumable() {
-    let error = |code| RpcFailure::Error {
-        code,
-        message: "no rollout found for thread id t".to_owned(),
+    let error = |code| {
+        CallFailure::Rpc(RpcFailure::Error {
+            code,
+            message: "no rollout found for thread id t".to_owned(),
+        })
     };
-    let code = |failure: RpcFailure| resume_failed(&failure).code;
+    let code = |failure: CallFailure| resume_failed(&failure).code;
     assert_eq!(
         code(error(UNKNOWN_THREAD)),
         BridgeErrorCode::AgentSessionNotResumable
@@ -341,13 +335,17 @@ fn only_an_unknown_thread_makes_a_session_not_resumable() {
     assert_eq!(code(error(-32602)), BridgeErrorCode::AgentProviderError);
     assert_eq!(code(error(-32603)), BridgeErrorCode::AgentProviderError);
     assert_eq!(
-        code(RpcFailure::Timeout),
+        code(CallFailure::Rpc(RpcFailure::Timeout)),
         BridgeErrorCode::AgentProviderDisconnected
     );
     assert_eq!(
-        code(RpcFailure::Closed),
+        code(CallFailure::Rpc(RpcFailure::Closed)),
         BridgeErrorCode::AgentProviderDisconnected
     );
+}
+
+fn item(value: Value) -> Item {
+    serde_json::from_value(value).unwrap()
 }
 
 #[test]
@@ -355,7 +353,7 @@ fn item_summaries_are_bounded() {
     // Small items pass whole, without a marker.
     let small = json!({ "type": "agentMessage", "id": "m", "text": "hi", "phase": null });
     assert_eq!(
-        Value::Object(item_summary(&small)),
+        Value::Object(item_summary(&item(small))),
         json!({ "type": "agentMessage", "id": "m", "text": "hi", "phase": null })
     );
 
@@ -365,14 +363,14 @@ fn item_summaries_are_bounded() {
         "type": "commandExecution", "id": "c", "command": long, "cwd": long,
         "status": { "type": "completed" }, "exitCode": 0,
     });
-    let summary = item_summary(&command);
+    let summary = item_summary(&item(command));
     let cut = summary["command"].as_str().unwrap();
-    assert!(cut.len() <= MAX_ITEM_TEXT && cut.len() > MAX_ITEM_TEXT - 3);
+    assert!(cut.len() <= MAX_ITEM_TEXT_BYTES && cut.len() > MAX_ITEM_TEXT_BYTES - 3);
     assert!(long.starts_with(cut));
     assert_eq!(summary["cwd"], summary["command"]);
     assert_eq!(summary["status"], "completed");
     assert_eq!(summary["truncated"], true);
-    assert!(json_len(&Value::Object(summary)) < 2 * MAX_ITEM_TEXT + 1024);
+    assert!(json_len(&Value::Object(summary)) < 2 * MAX_ITEM_TEXT_BYTES + 1024);
 
     // Large changes become their count.
     let changes: Vec<Value> = (0..100)
@@ -381,7 +379,7 @@ fn item_summaries_are_bounded() {
     let patch =
         json!({ "type": "fileChange", "id": "p", "changes": changes, "status": "completed" });
     assert_eq!(
-        Value::Object(item_summary(&patch)),
+        Value::Object(item_summary(&item(patch))),
         json!({
             "type": "fileChange", "id": "p", "status": "completed",
             "changes": { "count": 100, "truncated": true }, "truncated": true,
@@ -390,7 +388,7 @@ fn item_summaries_are_bounded() {
     // Changes within the bound are kept.
     let few = json!({ "type": "fileChange", "id": "p", "changes": [{ "path": "f" }] });
     assert_eq!(
-        Value::Object(item_summary(&few)),
+        Value::Object(item_summary(&item(few))),
         json!({ "type": "fileChange", "id": "p", "changes": [{ "path": "f" }] })
     );
     assert_eq!(

@@ -211,10 +211,34 @@ impl ProviderState {
 /// Implemented by the task core: it redacts and bounds events, persists
 /// interactions (one pending request per task at a time, further requests
 /// queued), and wakes the adapter when the human answers.
+///
+/// # Events: one policy for every adapter
+///
+/// An adapter's events are progress reports: losing one never changes
+/// what the provider does. So adapters emit through [`Host::report`],
+/// which is best-effort: a refused event (the task's event cap, an
+/// oversized payload, storage trouble) is logged by its code and the turn
+/// goes on — stopping a provider mid-turn because a progress line could
+/// not be stored would leave its work half-done, and on a shared daemon
+/// running unobserved. Lifecycle and terminal events are the core's own,
+/// with reserved headroom. Interactions and native ids are not events:
+/// their errors propagate, since the turn cannot go on without them.
 pub trait Host: Send + Sync {
     /// Appends an event to the task. Errors (event cap, oversized payload)
-    /// propagate to the adapter.
+    /// are returned; adapters use [`report`](Self::report) instead.
     fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>>;
+
+    /// Appends an event, best-effort (see "Events" above).
+    fn report(&self, event: EventPayload) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Err(error) = self.emit(event).await {
+                tracing::debug!(
+                    error.code = error.code.as_str(),
+                    "provider event not recorded"
+                );
+            }
+        })
+    }
 
     /// Raises an approval and waits for the human's decision, which is one
     /// of `payload.available_decisions`. Several concurrent calls of one

@@ -16,6 +16,7 @@
 //! | `fake: complete <text>` | nothing | `<text>` |
 //! | `fake: approval [<summary>]` | one `command` approval, all four decisions | `approved: <summary>` or `denied: <summary>`; `cancel_task` cancels the turn |
 //! | `fake: options` | one `other` approval, all four decisions, and three exact options: `opt-allow-once` "Allow once" (`allow_once`), `opt-allow-always` "Always allow" (`allow_always`), `opt-reject` "Reject" (`reject_once`) | `option=<option_id>`; `cancel_task` cancels the turn |
+//! | `fake: withdraw <ms>` | one `command` approval (`echo test`, all four decisions) that the "provider" settles itself `<ms>` after raising it unless answered first: the interaction goes stale | `withdrawn`, or `answered: <decision>`; `cancel_task` cancels the turn |
 //! | `fake: two-approvals` | two approvals requested concurrently (the host queues them) | `approvals=<d1>,<d2>` |
 //! | `fake: question [<text>]` | one question `q1`, options `a`/`A`, `b`/`B`, free text allowed | `answers=<resolution JSON>` |
 //! | `fake: wait <ms>` | sleeps; cancel interrupts it | — |
@@ -33,9 +34,7 @@
 //! `fake-turn-<task>`), emits `approval.observed` after each approval and
 //! `agent.message` with the final text before completing.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::future::{Future, pending};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,16 +44,18 @@ use std::time::Duration;
 use rustix::fs::{FileType, Mode, OFlags};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
-    ApprovalPayload, ApprovalResolution, BridgeErrorCode, CatalogScope, CatalogStatus,
-    EventPayload, InFlightRecovery, ModelCatalog, ModelDiscovery, Question, QuestionOption,
-    QuestionPayload, ReconcileStatus,
+    ApprovalPayload, ApprovalResolution, BridgeErrorCode, EventPayload, InFlightRecovery,
+    ModelCatalog, ModelDiscovery, Question, QuestionOption, QuestionPayload, ReconcileStatus,
 };
-use tokio::sync::{mpsc, watch};
-use tokio::time::{Instant, sleep, sleep_until};
+use tokio::sync::mpsc;
+use tokio::time::sleep;
 
+use crate::payload;
+use crate::spawn::{STOP_GRACE, spawn_provider};
+use crate::turns::{ActiveTurn, Stop, StopSignal, TurnRegistry, expired, timed_out};
 use crate::{
     Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProcessGroupId,
-    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, TurnStatus,
+    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome,
 };
 
 /// The fake runtime's name.
@@ -78,8 +79,6 @@ pub const FAKE_CAPABILITIES: Capabilities = Capabilities {
 const SHELL: &str = "/bin/sh";
 /// Two grandchildren in the shell's process group, kept until killed.
 const CHILD_TREE_SCRIPT: &str = "sleep 300 & sleep 300 & wait";
-/// `SIGTERM` grace before the process helper escalates to `SIGKILL`.
-const TERMINATE_GRACE: Duration = Duration::from_secs(2);
 /// The `command_display` of an approval without a summary.
 const DEFAULT_COMMAND: &str = "echo test";
 /// The prompt of a question without text.
@@ -96,6 +95,8 @@ pub enum Directive {
     Approval(String),
     /// `options`.
     Options,
+    /// `withdraw <ms>`.
+    Withdraw(Duration),
     /// `two-approvals`.
     TwoApprovals,
     /// `question [<text>]`.
@@ -167,6 +168,10 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
         "complete" => Ok(Directive::Complete(rest.to_owned())),
         "approval" => Ok(Directive::Approval(or_default(rest, DEFAULT_COMMAND))),
         "options" => no_argument(Directive::Options),
+        "withdraw" => rest
+            .parse::<u64>()
+            .map(|ms| Directive::Withdraw(Duration::from_millis(ms)))
+            .map_err(|_| malformed()),
         "two-approvals" => no_argument(Directive::TwoApprovals),
         "question" => Ok(Directive::Question(or_default(rest, DEFAULT_QUESTION))),
         "wait" => rest
@@ -200,50 +205,28 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
     }
 }
 
-/// Why a running turn is being stopped from outside.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    /// [`Adapter::cancel`].
-    Cancelled,
-    /// [`Adapter::close`].
-    Closed,
-}
-
-/// A task the adapter is running.
-struct Active {
-    stop: watch::Sender<Option<Stop>>,
+/// The fake's state of one running turn, as steering and
+/// [`FakeAdapter::process_group`] see it.
+struct FakeTurn {
+    /// Steering messages for the `steer` directive.
     messages: mpsc::UnboundedSender<String>,
     /// The `child-tree` process group while it runs.
     group: Mutex<Option<ProcessGroupId>>,
 }
 
-impl Active {
-    fn stop(&self, why: Stop) {
-        self.stop.send_if_modified(|current| {
-            if current.is_none() {
-                *current = Some(why);
-                true
-            } else {
-                false
-            }
-        });
-    }
-}
-
-#[derive(Default)]
-struct State {
-    closed: bool,
-    tasks: HashMap<String, Arc<Active>>,
-}
-
 /// The fake adapter. See the module documentation for its prompt grammar.
-#[derive(Default)]
 pub struct FakeAdapter {
-    state: Mutex<State>,
+    turns: TurnRegistry<FakeTurn>,
     /// Numbers the tool-use ids of `write` events.
     writes: AtomicU64,
     /// The egress proxy policy of the processes it spawns.
     proxy: ProxyPolicy,
+}
+
+impl Default for FakeAdapter {
+    fn default() -> Self {
+        Self::with_proxy(ProxyPolicy::disabled())
+    }
 }
 
 impl FakeAdapter {
@@ -256,65 +239,22 @@ impl FakeAdapter {
     /// with `proxy`, as a real runtime's provider would be.
     pub fn with_proxy(proxy: ProxyPolicy) -> Self {
         Self {
+            turns: TurnRegistry::new(FAKE_RUNTIME),
+            writes: AtomicU64::new(0),
             proxy,
-            ..Self::default()
         }
     }
 
     /// Whether `task_id` is running here (registered before `run`'s first
     /// await).
     pub fn is_active(&self, task_id: &str) -> bool {
-        self.lock().tasks.contains_key(task_id)
+        self.turns.active(task_id).is_ok()
     }
 
     /// The process group of `task_id`'s `child-tree`, while it runs.
     pub fn process_group(&self, task_id: &str) -> Option<ProcessGroupId> {
-        let active = self.lock().tasks.get(task_id).cloned()?;
-        *lock(&active.group)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
-    }
-
-    fn active(&self, task_id: &str) -> Option<Arc<Active>> {
-        self.lock().tasks.get(task_id).cloned()
-    }
-
-    /// Registers `task_id` as active; the guard deregisters it.
-    fn register(&self, task_id: &str) -> Result<(Registration<'_>, Turn), AgentError> {
-        let mut state = self.lock();
-        if state.closed {
-            return Err(AgentError::new(
-                BridgeErrorCode::AgentRuntimeUnavailable,
-                "the fake runtime is closed",
-            ));
-        }
-        if state.tasks.contains_key(task_id) {
-            return Err(AgentError::new(
-                BridgeErrorCode::AgentProviderError,
-                "the task is already running",
-            ));
-        }
-        let (stop, stop_rx) = watch::channel(None);
-        let (messages, messages_rx) = mpsc::unbounded_channel();
-        let active = Arc::new(Active {
-            stop,
-            messages,
-            group: Mutex::new(None),
-        });
-        state.tasks.insert(task_id.to_owned(), Arc::clone(&active));
-        let registration = Registration {
-            adapter: self,
-            task_id: task_id.to_owned(),
-            active: Arc::clone(&active),
-        };
-        let turn = Turn {
-            stop: stop_rx,
-            messages: messages_rx,
-            active,
-        };
-        Ok((registration, turn))
+        let turn = self.turns.active(task_id).ok()?;
+        *lock(&turn.state().group)
     }
 
     async fn run_turn(&self, ctx: TaskContext, host: Arc<dyn Host>) -> TurnOutcome {
@@ -326,32 +266,28 @@ impl FakeAdapter {
             ),
             turn_id: Some(format!("fake-turn-{}", ctx.task_id)),
         };
-        let (registration, mut turn) = match self.register(&ctx.task_id) {
-            Ok(registered) => registered,
+        let (messages, inbox) = mpsc::unbounded_channel();
+        let state = FakeTurn {
+            messages,
+            group: Mutex::new(None),
+        };
+        let registration = match self.turns.register(&ctx.task_id, state) {
+            Ok(registration) => registration,
             Err(error) => return TurnOutcome::failed(error, NativeIds::default()),
+        };
+        let mut turn = Turn {
+            stop: registration.stop_signal(),
+            inbox,
+            active: Arc::clone(registration.turn()),
         };
         let ended = match parse_script(&ctx.prompt) {
             Ok(script) => {
                 turn.play(self, &ctx, host.as_ref(), script, native.clone())
                     .await
             }
-            Err(error) => Err(End::Failed(error)),
+            Err(error) => Err(error),
         };
-        drop(registration);
-        match ended {
-            Ok(text) => TurnOutcome::completed(text, native),
-            Err(End::Failed(error)) => TurnOutcome::failed(error, native),
-            Err(End::Stopped(Stop::Cancelled)) => TurnOutcome {
-                status: TurnStatus::Cancelled,
-                final_text: "the turn was cancelled".to_owned(),
-                native,
-            },
-            Err(End::Stopped(Stop::Closed)) => TurnOutcome {
-                status: TurnStatus::Interrupted,
-                final_text: "the fake runtime was closed".to_owned(),
-                native,
-            },
-        }
+        registration.outcome(ended, native)
     }
 }
 
@@ -359,43 +295,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Removes a task from the active map when its run ends (or is dropped).
-struct Registration<'a> {
-    adapter: &'a FakeAdapter,
-    task_id: String,
-    active: Arc<Active>,
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        let mut state = self.adapter.lock();
-        if state
-            .tasks
-            .get(&self.task_id)
-            .is_some_and(|active| Arc::ptr_eq(active, &self.active))
-        {
-            state.tasks.remove(&self.task_id);
-        }
-    }
-}
-
-/// Why a turn ended early.
-enum End {
-    Failed(AgentError),
-    Stopped(Stop),
-}
-
-impl From<AgentError> for End {
-    fn from(error: AgentError) -> Self {
-        End::Failed(error)
-    }
-}
-
 /// The receiving side of one running task.
 struct Turn {
-    stop: watch::Receiver<Option<Stop>>,
-    messages: mpsc::UnboundedReceiver<String>,
-    active: Arc<Active>,
+    stop: StopSignal,
+    inbox: mpsc::UnboundedReceiver<String>,
+    active: Arc<ActiveTurn<FakeTurn>>,
 }
 
 impl Turn {
@@ -406,17 +310,17 @@ impl Turn {
         host: &dyn Host,
         script: Vec<Directive>,
         native: NativeIds,
-    ) -> Result<String, End> {
+    ) -> Result<String, AgentError> {
         let deadline = ctx.deadline;
-        guard(self.stop.clone(), deadline, async {
-            host.emit(EventPayload::TurnStarted {
-                runtime: Some(FAKE_RUNTIME.to_owned()),
+        self.stop
+            .within(deadline, async {
+                host.report(EventPayload::TurnStarted {
+                    runtime: Some(FAKE_RUNTIME.to_owned()),
+                })
+                .await;
+                host.record_native_ids(native).await
             })
             .await?;
-            host.record_native_ids(native).await?;
-            Ok(())
-        })
-        .await?;
         let mut lines = Vec::new();
         for directive in script {
             if let Some(line) = self.step(adapter, ctx, host, directive).await? {
@@ -428,19 +332,27 @@ impl Turn {
         } else {
             lines.join("\n")
         };
-        guard(
-            self.stop.clone(),
-            deadline,
-            host.emit(EventPayload::AgentMessage {
-                text: text.clone(),
-                phase: None,
-                truncated: false,
-                size_bytes: None,
-                sha256: None,
-            }),
-        )
-        .await?;
+        self.stop
+            .within(deadline, async {
+                host.report(EventPayload::AgentMessage {
+                    text: text.clone(),
+                    phase: None,
+                    truncated: false,
+                    size_bytes: None,
+                    sha256: None,
+                })
+                .await;
+                Ok(())
+            })
+            .await?;
         Ok(text)
+    }
+
+    /// A `cancel_task` decision: the turn cancels itself, as a provider
+    /// told to abort would.
+    fn cancelled_by_decision(&self) -> AgentError {
+        self.active.stop(Stop::Cancelled);
+        AgentError::provider("the approval decision cancelled the task")
     }
 
     async fn step(
@@ -449,62 +361,82 @@ impl Turn {
         ctx: &TaskContext,
         host: &dyn Host,
         directive: Directive,
-    ) -> Result<Option<String>, End> {
+    ) -> Result<Option<String>, AgentError> {
         let deadline = ctx.deadline;
         match directive {
             Directive::Complete(text) => Ok(Some(text)),
             Directive::Approval(summary) => {
-                let resolution = guard(
-                    self.stop.clone(),
-                    deadline,
-                    host.request_approval(approval_payload(&summary)),
-                )
-                .await?;
-                let decision = observe(host, resolution).await?;
+                let resolution = self
+                    .stop
+                    .within(deadline, host.request_approval(approval_payload(&summary)))
+                    .await?;
+                let decision = observe(host, resolution).await;
                 Ok(Some(match decision {
                     ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveSession => {
                         format!("approved: {summary}")
                     }
                     ApprovalDecision::Deny => format!("denied: {summary}"),
-                    ApprovalDecision::CancelTask => return Err(End::Stopped(Stop::Cancelled)),
+                    ApprovalDecision::CancelTask => return Err(self.cancelled_by_decision()),
                 }))
             }
+            Directive::Withdraw(after) => {
+                // The provider settles its own request `after` it raised
+                // it, unless the human answered first; dropping the wait
+                // withdraws the interaction, which goes stale.
+                let asked = host.request_approval(approval_payload(DEFAULT_COMMAND));
+                let answered = self
+                    .stop
+                    .within(deadline, async {
+                        tokio::select! {
+                            resolution = asked => resolution.map(Some),
+                            () = sleep(after) => Ok(None),
+                        }
+                    })
+                    .await?;
+                match answered {
+                    Some(resolution) => {
+                        let decision = observe(host, resolution).await;
+                        if decision == ApprovalDecision::CancelTask {
+                            return Err(self.cancelled_by_decision());
+                        }
+                        Ok(Some(format!("answered: {}", decision.as_str())))
+                    }
+                    None => Ok(Some("withdrawn".to_owned())),
+                }
+            }
             Directive::Options => {
-                let resolution = guard(
-                    self.stop.clone(),
-                    deadline,
-                    host.request_approval(options_payload()),
-                )
-                .await?;
+                let resolution = self
+                    .stop
+                    .within(deadline, host.request_approval(options_payload()))
+                    .await?;
                 let option_id = resolution.option_id.clone();
-                if observe(host, resolution).await? == ApprovalDecision::CancelTask {
-                    return Err(End::Stopped(Stop::Cancelled));
+                if observe(host, resolution).await == ApprovalDecision::CancelTask {
+                    return Err(self.cancelled_by_decision());
                 }
                 // An ACP-like provider cannot act on a bare decision: it
                 // needs the id of one of its own options.
                 let option_id = option_id.ok_or_else(|| {
-                    AgentError::new(
-                        BridgeErrorCode::AgentProviderError,
-                        "the approval named none of the offered options",
-                    )
+                    AgentError::provider("the approval named none of the offered options")
                 })?;
                 Ok(Some(format!("option={option_id}")))
             }
             Directive::TwoApprovals => {
-                let (first, second) = guard(self.stop.clone(), deadline, async {
-                    // Both requests are in flight at once: the host queues
-                    // the second behind the first.
-                    let (first, second) = tokio::join!(
-                        host.request_approval(approval_payload("echo first")),
-                        host.request_approval(approval_payload("echo second")),
-                    );
-                    Ok((first?, second?))
-                })
-                .await?;
-                let first = observe(host, first).await?;
-                let second = observe(host, second).await?;
+                let (first, second) = self
+                    .stop
+                    .within(deadline, async {
+                        // Both requests are in flight at once: the host
+                        // queues the second behind the first.
+                        let (first, second) = tokio::join!(
+                            host.request_approval(approval_payload("echo first")),
+                            host.request_approval(approval_payload("echo second")),
+                        );
+                        Ok((first?, second?))
+                    })
+                    .await?;
+                let first = observe(host, first).await;
+                let second = observe(host, second).await;
                 if first == ApprovalDecision::CancelTask || second == ApprovalDecision::CancelTask {
-                    return Err(End::Stopped(Stop::Cancelled));
+                    return Err(self.cancelled_by_decision());
                 }
                 Ok(Some(format!(
                     "approvals={},{}",
@@ -513,74 +445,73 @@ impl Turn {
                 )))
             }
             Directive::Question(text) => {
-                let resolution = guard(
-                    self.stop.clone(),
-                    deadline,
-                    host.ask_question(question_payload(&text)),
-                )
-                .await?;
-                let json = serde_json::to_string(&resolution).map_err(|_| {
-                    AgentError::new(
-                        BridgeErrorCode::AgentProviderError,
-                        "the answer could not be encoded",
-                    )
-                })?;
+                let resolution = self
+                    .stop
+                    .within(deadline, host.ask_question(question_payload(&text)))
+                    .await?;
+                let json = serde_json::to_string(&resolution)
+                    .map_err(|_| AgentError::provider("the answer could not be encoded"))?;
                 Ok(Some(format!("answers={json}")))
             }
             Directive::Wait(duration) => {
-                guard(self.stop.clone(), deadline, async {
-                    sleep(duration).await;
-                    Ok(())
-                })
-                .await?;
+                self.stop
+                    .within(deadline, async {
+                        sleep(duration).await;
+                        Ok(())
+                    })
+                    .await?;
                 Ok(None)
             }
             Directive::Steer => {
-                let messages = &mut self.messages;
-                let message = guard(self.stop.clone(), deadline, async {
-                    messages.recv().await.ok_or_else(|| {
-                        AgentError::new(
-                            BridgeErrorCode::AgentTaskNotActive,
-                            "the steering channel closed",
-                        )
+                let inbox = &mut self.inbox;
+                let message = self
+                    .stop
+                    .within(deadline, async {
+                        inbox.recv().await.ok_or_else(|| {
+                            AgentError::new(
+                                BridgeErrorCode::AgentTaskNotActive,
+                                "the steering channel closed",
+                            )
+                        })
                     })
-                })
-                .await?;
+                    .await?;
                 Ok(Some(format!("steered={message}")))
             }
-            Directive::Fail(code) => Err(End::Failed(AgentError::new(
-                code,
-                "the fake runtime failed as scripted",
-            ))),
+            Directive::Fail(code) => {
+                Err(AgentError::new(code, "the fake runtime failed as scripted"))
+            }
             Directive::Write { name, content } => {
                 if ctx.profile != AgentProfile::WorkspaceWrite {
-                    return Err(End::Failed(AgentError::new(
+                    return Err(AgentError::new(
                         BridgeErrorCode::AgentProfileNotAllowed,
                         "writing needs the workspace-write profile",
-                    )));
+                    ));
                 }
                 if !is_plain_name(&name) {
-                    return Err(End::Failed(AgentError::new(
+                    return Err(AgentError::new(
                         BridgeErrorCode::InvalidWorkdirPath,
                         "the fake write target is not a plain file name",
-                    )));
+                    ));
                 }
                 let number = adapter.writes.fetch_add(1, Ordering::Relaxed);
-                guard(
-                    self.stop.clone(),
-                    deadline,
-                    host.emit(EventPayload::FileChangeStarted {
-                        tool: "write".to_owned(),
-                        tool_use_id: format!("fake-write-{number}"),
-                        input: Some(serde_json::json!({ "path": name })),
-                    }),
-                )
-                .await?;
+                self.stop
+                    .within(deadline, async {
+                        host.report(EventPayload::FileChangeStarted {
+                            tool: "write".to_owned(),
+                            tool_use_id: format!("fake-write-{number}"),
+                            input: Some(serde_json::json!({ "path": name })),
+                        })
+                        .await;
+                        Ok(())
+                    })
+                    .await?;
                 write_beneath(&ctx.cwd, &name, content.as_bytes())?;
                 Ok(Some(format!("wrote {name}")))
             }
             Directive::ChildTree => self.child_tree(adapter, ctx, host).await,
-            Directive::Env => guard(self.stop.clone(), deadline, child_environment(adapter, ctx))
+            Directive::Env => self
+                .stop
+                .within(deadline, child_environment(adapter, ctx))
                 .await
                 .map(Some),
         }
@@ -594,33 +525,25 @@ impl Turn {
         adapter: &FakeAdapter,
         ctx: &TaskContext,
         host: &dyn Host,
-    ) -> Result<Option<String>, End> {
-        let mut child = ProviderCommand::new(SHELL, &ctx.cwd)
+    ) -> Result<Option<String>, AgentError> {
+        let mut command = ProviderCommand::new(SHELL, &ctx.cwd);
+        command
             .args(["-c", CHILD_TREE_SCRIPT])
-            .proxy(adapter.proxy.clone())
-            .spawn()
-            .map_err(|error| {
-                AgentError::new(error.code(), "the fake child tree could not be started")
-            })?;
-        *lock(&self.active.group) = Some(child.process_group());
-        if let Err(error) = host.record_process_group(child.process_group()).await {
-            let _stopped = child.terminate(TERMINATE_GRACE).await;
-            *lock(&self.active.group) = None;
-            return Err(End::Failed(error));
-        }
-        let mut stop = self.stop.clone();
+            .proxy(adapter.proxy.clone());
+        let mut child = spawn_provider(&command, Some(host), "the fake child tree").await?;
+        let group = &self.active.state().group;
+        *lock(group) = Some(child.process_group());
         let ended = tokio::select! {
-            why = stopped(&mut stop) => Some(End::Stopped(why)),
-            () = expired(ctx.deadline) => Some(End::Failed(timed_out())),
+            _ = self.stop.stopped() => Some(AgentError::provider("the turn was stopped")),
+            () = expired(ctx.deadline) => Some(timed_out()),
             _ = child.wait() => None,
         };
-        let termination = child.terminate(TERMINATE_GRACE).await;
-        *lock(&self.active.group) = None;
+        let termination = child.terminate(STOP_GRACE).await;
+        *lock(group) = None;
         if !termination.group_gone {
-            return Err(End::Failed(AgentError::new(
-                BridgeErrorCode::AgentProviderError,
+            return Err(AgentError::provider(
                 "the fake child tree could not be proven stopped",
-            )));
+            ));
         }
         match ended {
             Some(end) => Err(end),
@@ -648,7 +571,7 @@ async fn child_environment(adapter: &FakeAdapter, ctx: &TaskContext) -> Result<S
     let mut stdout = child.take_stdout().ok_or_else(|| failed("has no output"))?;
     let mut output = Vec::new();
     let read = tokio::io::AsyncReadExt::read_to_end(&mut stdout, &mut output).await;
-    let _stopped = child.terminate(TERMINATE_GRACE).await;
+    let _stopped = child.terminate(STOP_GRACE).await;
     read.map_err(|_| failed("output could not be read"))?;
     let text = String::from_utf8_lossy(&output);
     let mut seen: Vec<String> = text
@@ -682,77 +605,23 @@ fn describe_variable(adapter: &FakeAdapter, name: &str, value: &str) -> String {
     }
 }
 
-/// Emits `approval.observed` and hands back the decision.
-async fn observe(host: &dyn Host, resolution: ApprovalResolution) -> Result<ApprovalDecision, End> {
+/// Reports `approval.observed` and hands back the decision.
+async fn observe(host: &dyn Host, resolution: ApprovalResolution) -> ApprovalDecision {
     let decision = resolution.decision;
-    host.emit(EventPayload::ApprovalObserved(resolution))
-        .await?;
-    Ok(decision)
-}
-
-/// Runs `work` unless the turn is stopped or its deadline passes first.
-async fn guard<T, F>(
-    mut stop: watch::Receiver<Option<Stop>>,
-    deadline: Option<Instant>,
-    work: F,
-) -> Result<T, End>
-where
-    F: Future<Output = Result<T, AgentError>>,
-{
-    tokio::select! {
-        biased;
-        why = stopped(&mut stop) => Err(End::Stopped(why)),
-        () = expired(deadline) => Err(End::Failed(timed_out())),
-        result = work => result.map_err(End::Failed),
-    }
-}
-
-/// Resolves once the turn is told to stop.
-async fn stopped(stop: &mut watch::Receiver<Option<Stop>>) -> Stop {
-    let why = stop
-        .wait_for(Option::is_some)
-        .await
-        .map(|why| (*why).unwrap_or(Stop::Cancelled));
-    match why {
-        Ok(why) => why,
-        // The sender lives as long as the task is registered.
-        Err(_) => pending().await,
-    }
-}
-
-/// Resolves when `deadline` passes; never without one.
-async fn expired(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => sleep_until(deadline).await,
-        None => pending().await,
-    }
-}
-
-fn timed_out() -> AgentError {
-    AgentError::new(
-        BridgeErrorCode::AgentTaskTimedOut,
-        "the task deadline passed",
-    )
+    host.report(EventPayload::ApprovalObserved(resolution))
+        .await;
+    decision
 }
 
 fn approval_payload(command: &str) -> ApprovalPayload {
-    ApprovalPayload {
-        category: ApprovalCategory::Command,
-        title: Some("Fake command approval".to_owned()),
-        reason: None,
-        command_display: Some(command.to_owned()),
-        relative_cwd: Some(".".to_owned()),
-        additional_permissions: None,
-        network_approval_context: None,
-        file_changes: None,
-        requested_permissions: None,
-        tool: None,
-        tool_input: None,
-        blocked_path: None,
-        available_decisions: ApprovalDecision::ALL.to_vec(),
-        options: None,
-        approval_advice: None,
-    }
+    let mut payload = payload::approval(
+        ApprovalCategory::Command,
+        "Fake command approval",
+        ApprovalDecision::ALL.to_vec(),
+    );
+    payload.command_display = Some(command.to_owned());
+    payload.relative_cwd = Some(".".to_owned());
+    payload
 }
 
 /// The `options` approval: exact options as an ACP agent offers them.
@@ -762,35 +631,25 @@ fn options_payload() -> ApprovalPayload {
         label: label.to_owned(),
         kind,
     };
-    ApprovalPayload {
-        category: ApprovalCategory::Other,
-        title: Some("Fake exact-option approval".to_owned()),
-        reason: None,
-        command_display: None,
-        relative_cwd: None,
-        additional_permissions: None,
-        network_approval_context: None,
-        file_changes: None,
-        requested_permissions: None,
-        tool: None,
-        tool_input: None,
-        blocked_path: None,
-        available_decisions: ApprovalDecision::ALL.to_vec(),
-        options: Some(vec![
-            option(
-                "opt-allow-once",
-                "Allow once",
-                ApprovalOptionKind::AllowOnce,
-            ),
-            option(
-                "opt-allow-always",
-                "Always allow",
-                ApprovalOptionKind::AllowAlways,
-            ),
-            option("opt-reject", "Reject", ApprovalOptionKind::RejectOnce),
-        ]),
-        approval_advice: None,
-    }
+    let mut payload = payload::approval(
+        ApprovalCategory::Other,
+        "Fake exact-option approval",
+        ApprovalDecision::ALL.to_vec(),
+    );
+    payload.options = Some(vec![
+        option(
+            "opt-allow-once",
+            "Allow once",
+            ApprovalOptionKind::AllowOnce,
+        ),
+        option(
+            "opt-allow-always",
+            "Always allow",
+            ApprovalOptionKind::AllowAlways,
+        ),
+        option("opt-reject", "Reject", ApprovalOptionKind::RejectOnce),
+    ]);
+    payload
 }
 
 fn question_payload(prompt: &str) -> QuestionPayload {
@@ -864,7 +723,7 @@ impl Adapter for FakeAdapter {
     }
 
     fn probe(&self) -> BoxFuture<'_, Probe> {
-        let available = !self.lock().closed;
+        let available = !self.turns.is_closed();
         Box::pin(async move {
             Probe {
                 available,
@@ -874,17 +733,7 @@ impl Adapter for FakeAdapter {
     }
 
     fn models(&self) -> BoxFuture<'_, ModelCatalog> {
-        Box::pin(async {
-            ModelCatalog {
-                runtime: FAKE_RUNTIME.to_owned(),
-                status: CatalogStatus::Unsupported,
-                scope: CatalogScope::None,
-                source: FAKE_RUNTIME.to_owned(),
-                models: Vec::new(),
-                detail: None,
-                model_advice: None,
-            }
-        })
+        Box::pin(async { payload::catalog_unsupported(FAKE_RUNTIME, FAKE_RUNTIME) })
     }
 
     fn run(&self, ctx: TaskContext, host: Arc<dyn Host>) -> BoxFuture<'_, TurnOutcome> {
@@ -896,17 +745,19 @@ impl Adapter for FakeAdapter {
         task_id: &'a str,
         text: String,
     ) -> BoxFuture<'a, Result<(), AgentError>> {
-        let sent = match self.active(task_id) {
-            Some(active) => active.messages.send(text).map_err(|_| not_active()),
-            None => Err(not_active()),
-        };
+        let sent = self.turns.active(task_id).and_then(|turn| {
+            turn.state().messages.send(text).map_err(|_| {
+                AgentError::new(
+                    BridgeErrorCode::AgentTaskNotActive,
+                    "the task is not running in the fake runtime",
+                )
+            })
+        });
         Box::pin(async move { sent })
     }
 
     fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
-        if let Some(active) = self.active(task_id) {
-            active.stop(Stop::Cancelled);
-        }
+        self.turns.cancel(task_id);
         Box::pin(async {})
     }
 
@@ -924,19 +775,7 @@ impl Adapter for FakeAdapter {
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
-        let mut state = self.lock();
-        state.closed = true;
-        for active in state.tasks.values() {
-            active.stop(Stop::Closed);
-        }
-        drop(state);
+        self.turns.close();
         Box::pin(async {})
     }
-}
-
-fn not_active() -> AgentError {
-    AgentError::new(
-        BridgeErrorCode::AgentTaskNotActive,
-        "the task is not running in the fake runtime",
-    )
 }

@@ -17,8 +17,16 @@
 //!   own that [`ProviderChild::terminate`] stops as a whole and proves
 //!   gone. Provider text is cleaned of credentials by
 //!   [`scrub_credentials`].
+//! * **The kit**: the turn registry and stop signals ([`turns`]),
+//!   newline framing with a line cap ([`lines`]), request/response
+//!   matching ([`pending`]) and a JSON-RPC peer over any transport
+//!   ([`jsonrpc`]), the set of provider requests being served
+//!   ([`serving`]), spawning a provider with its process group recorded
+//!   before it acts ([`spawn`]), probe caching and `--version` probes
+//!   ([`probe`]), bounds for provider text and structures ([`bounds`]),
+//!   and the payloads every adapter builds ([`payload`]).
 //! * **The fake runtime** ([`fake`]): deterministic and prompt-scripted,
-//!   the reference implementation of the contract.
+//!   the reference implementation of the contract, built on the kit.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,11 +65,20 @@
 
 #![warn(missing_docs)]
 
+pub mod bounds;
 mod contract;
 mod error;
 pub mod fake;
+pub mod jsonrpc;
+pub mod lines;
+pub mod payload;
+pub mod pending;
+pub mod probe;
 mod process;
 mod scrub;
+pub mod serving;
+pub mod spawn;
+pub mod turns;
 
 pub use contract::{
     Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState, TaskContext,

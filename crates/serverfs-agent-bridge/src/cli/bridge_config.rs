@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serverfs_adapter_codex::{CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport};
 use serverfs_agent_bridge::rpc::PeerPolicy;
-use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings};
+use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSettings};
 use serverfs_agent_runtime::Adapter;
 use serverfs_agent_runtime::ProxyPolicy;
 use serverfs_agent_runtime::fake::{FAKE_RUNTIME, FakeAdapter};
@@ -26,10 +26,16 @@ pub struct BridgeConfig {
     pub state_dir: PathBuf,
     /// Runtime names any agent-enabled workdir allows, sorted.
     pub runtimes: Vec<String>,
-    proxy: ProxyEndpoint,
-    /// The resolved `codex` executable and Codex home, when `codex` is
-    /// enabled.
-    codex: Option<(PathBuf, PathBuf)>,
+    /// Each of those runtimes, resolved, in the same order.
+    setups: Vec<RuntimeSetup>,
+}
+
+/// One runtime this Bridge runs, with everything resolved at start-up
+/// (executables, homes, proxy policy).
+#[derive(Debug)]
+enum RuntimeSetup {
+    Fake(ProxyPolicy),
+    Codex(CodexConfig),
 }
 
 /// Loads the operator's configuration for the Bridge.
@@ -59,30 +65,15 @@ pub fn load(
                 .to_owned(),
         );
     }
-    let mut runtimes: Vec<String> = config
+    let mut enabled: Vec<&AgentRuntime> = config
         .workdirs
         .iter()
         .filter(|workdir| workdir.agent_mode.is_enabled())
         .flat_map(|workdir| workdir.agent_runtimes.iter())
-        .map(|runtime| runtime.as_str().to_owned())
         .collect();
-    runtimes.sort_unstable();
-    runtimes.dedup();
-    if let Some(missing) = runtimes
-        .iter()
-        .find(|name| ![FAKE_RUNTIME, CODEX_RUNTIME].contains(&name.as_str()))
-    {
-        return Err(format!(
-            "agent_runtimes: runtime {missing} is not provided by this build of the Agent \
-             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME})"
-        ));
-    }
+    enabled.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
+    enabled.dedup();
     let proxy = proxy_env::read(env)?;
-    let codex = if runtimes.iter().any(|name| name == CODEX_RUNTIME) {
-        Some(codex_paths(&agent.codex, env)?)
-    } else {
-        None
-    };
     if proxy.url.is_none()
         && let Some(runtime) = agent.proxy_runtimes.first()
     {
@@ -91,14 +82,61 @@ pub fn load(
              SERVERFS_AGENT_PROXY_URL is not set"
         ));
     }
+    let setups = enabled
+        .iter()
+        .map(|runtime| setup(runtime, &config, &proxy, env))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(BridgeConfig {
         settings: ServiceSettings::from_agent(agent),
         state_dir: agent.state_dir.clone(),
-        runtimes,
-        proxy,
-        codex,
+        runtimes: enabled.iter().map(|r| r.as_str().to_owned()).collect(),
+        setups,
         config,
     })
+}
+
+/// Resolves `runtime`. Every runtime the configuration can name is a case
+/// here, so a new one does not compile until it is wired or refused.
+fn setup(
+    runtime: &AgentRuntime,
+    config: &Config,
+    proxy: &ProxyEndpoint,
+    env: &BTreeMap<String, String>,
+) -> Result<RuntimeSetup, String> {
+    let policy = proxy_policy(config, proxy, runtime);
+    match runtime {
+        AgentRuntime::Fake => Ok(RuntimeSetup::Fake(policy)),
+        AgentRuntime::Codex => {
+            let codex = &config.agent.codex;
+            let (bin, home) = codex_paths(codex, env)?;
+            Ok(RuntimeSetup::Codex(CodexConfig {
+                bin,
+                home,
+                transport: match codex.transport {
+                    serverfs_config::CodexTransport::Stdio => CodexTransport::Stdio,
+                    serverfs_config::CodexTransport::Daemon => CodexTransport::Daemon {
+                        autostart: codex.autostart,
+                    },
+                },
+                request_timeout: std::time::Duration::from_millis(codex.request_timeout_ms),
+                proxy: policy,
+            }))
+        }
+        AgentRuntime::Claude | AgentRuntime::Qoder | AgentRuntime::Acp(_) => Err(format!(
+            "agent_runtimes: runtime {} is not provided by this build of the Agent \
+             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME})",
+            runtime.as_str()
+        )),
+    }
+}
+
+/// The egress proxy policy of `runtime`'s providers.
+fn proxy_policy(config: &Config, proxy: &ProxyEndpoint, runtime: &AgentRuntime) -> ProxyPolicy {
+    ProxyPolicy {
+        proxy_url: proxy.url.clone(),
+        no_proxy: proxy.no_proxy.clone(),
+        enabled_for_runtime: config.agent.proxy_runtimes.contains(runtime),
+    }
 }
 
 /// Where the `codex` executable and Codex's home are, resolved once at
@@ -201,53 +239,18 @@ impl BridgeConfig {
     }
 
     /// The workdir policies.
-    pub fn policies(&self) -> Result<Policies, String> {
+    pub fn policies(&self) -> Result<Policies, PolicyError> {
         Policies::from_config(&self.config)
     }
 
     /// One adapter per enabled runtime, each with its proxy policy.
     pub fn runtimes(&self) -> Runtimes {
-        let adapters = self.runtimes.iter().filter_map(|name| {
-            let policy = self.proxy_policy(name);
-            let adapter: Arc<dyn Adapter> = match name.as_str() {
-                FAKE_RUNTIME => Arc::new(FakeAdapter::with_proxy(policy)),
-                CODEX_RUNTIME => Arc::new(CodexAdapter::new(self.codex_config(policy)?)),
-                _ => return None,
-            };
-            Some(adapter)
-        });
-        Runtimes::new(adapters)
-    }
-
-    fn codex_config(&self, proxy: ProxyPolicy) -> Option<CodexConfig> {
-        let (bin, home) = self.codex.clone()?;
-        let codex = &self.config.agent.codex;
-        Some(CodexConfig {
-            bin,
-            home,
-            transport: match codex.transport {
-                serverfs_config::CodexTransport::Stdio => CodexTransport::Stdio,
-                serverfs_config::CodexTransport::Daemon => CodexTransport::Daemon {
-                    autostart: codex.autostart,
-                },
-            },
-            request_timeout: std::time::Duration::from_millis(codex.request_timeout_ms),
-            proxy,
-        })
-    }
-
-    fn proxy_policy(&self, runtime: &str) -> ProxyPolicy {
-        let enabled = self
-            .config
-            .agent
-            .proxy_runtimes
-            .iter()
-            .any(|proxied| proxied.as_str() == runtime);
-        ProxyPolicy {
-            proxy_url: self.proxy.url.clone(),
-            no_proxy: self.proxy.no_proxy.clone(),
-            enabled_for_runtime: enabled,
-        }
+        Runtimes::new(self.setups.iter().map(|setup| -> Arc<dyn Adapter> {
+            match setup {
+                RuntimeSetup::Fake(proxy) => Arc::new(FakeAdapter::with_proxy(proxy.clone())),
+                RuntimeSetup::Codex(config) => Arc::new(CodexAdapter::new(config.clone())),
+            }
+        }))
     }
 
     /// The `check-config` report: paths, peer, limits, runtimes and the

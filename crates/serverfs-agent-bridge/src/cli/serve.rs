@@ -55,7 +55,7 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
     }
     let policies = match config.policies() {
         Ok(policies) => policies,
-        Err(message) => return config_error(&message),
+        Err(error) => return config_error(&error.to_string()),
     };
     let store = match StateDir::open(&config.state_dir)
         .and_then(|state| Store::open(state, config.settings.limits.clone()))

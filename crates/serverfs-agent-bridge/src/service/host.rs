@@ -18,9 +18,10 @@ use super::live::LiveTask;
 use crate::redact::Redactor;
 use crate::store::{
     InteractionPayload, InteractionResolution, NewInteraction, StoreError, new_request_id,
-    now_millis, sha256_hex, utf8_prefix,
+    now_millis, sha256_hex,
 };
 use serverfs_agent_runtime::ProcessGroupId;
+use serverfs_agent_runtime::bounds::utf8_prefix;
 use serverfs_agent_runtime::{AgentError, BoxFuture, Host, NativeIds};
 
 /// The host of one task's turn.

@@ -58,7 +58,7 @@ use serverfs_protocol::bridge::{
 use tokio::sync::Notify;
 
 pub use error::ServiceResult;
-pub use policy::{Authorized, Policies, WorkdirPolicy};
+pub use policy::{Authorized, Policies, PolicyError, WorkdirPolicy};
 pub use runtimes::Runtimes;
 use settings::MAX_MESSAGE_BYTES;
 pub use settings::ServiceSettings;

@@ -9,14 +9,36 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::json;
+use serverfs_agent_runtime::AgentError;
 use serverfs_config::{AgentMode, Config, WorkdirConfig};
 use serverfs_fs::{EntryKind, FsError, PathPolicy, RelPath, Resolver, Workdir};
-use serverfs_lease::LeaseId;
+use serverfs_lease::{LeaseError, LeaseId};
 use serverfs_protocol::bridge::{AgentProfile, BridgeErrorCode};
+use thiserror::Error;
 
 use super::error::ServiceResult;
 use super::manifest::sha256_of_canonical;
-use serverfs_agent_runtime::AgentError;
+
+/// Why the configuration's workdirs give no policy. The configuration
+/// crate checks both rules first, so this guards against the two crates
+/// drifting apart.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    /// A deny pattern does not compile.
+    #[error("workdir {alias}: invalid deny pattern")]
+    InvalidDenyPattern {
+        /// The workdir.
+        alias: String,
+    },
+    /// The workdir has no valid lease id.
+    #[error("workdir {alias}: {source}")]
+    InvalidLeaseId {
+        /// The workdir.
+        alias: String,
+        /// Why.
+        source: LeaseError,
+    },
+}
 
 /// The agent policy of one configured workdir.
 #[derive(Debug)]
@@ -64,10 +86,9 @@ impl Policies {
     ///
     /// # Errors
     ///
-    /// A one-line description when a workdir's naming rules or lease id are
-    /// invalid (the configuration crate has already checked both, so this
-    /// is a defence against drift).
-    pub fn from_config(config: &Config) -> Result<Policies, String> {
+    /// [`PolicyError`] when a workdir's deny patterns or lease id are
+    /// invalid.
+    pub fn from_config(config: &Config) -> Result<Policies, PolicyError> {
         let mut by_alias = BTreeMap::new();
         for workdir in &config.workdirs {
             let policy = WorkdirPolicy::from_config(workdir)?;
@@ -110,13 +131,20 @@ impl Policies {
 }
 
 impl WorkdirPolicy {
-    fn from_config(workdir: &WorkdirConfig) -> Result<WorkdirPolicy, String> {
+    fn from_config(workdir: &WorkdirConfig) -> Result<WorkdirPolicy, PolicyError> {
         let alias = workdir.alias.as_str().to_owned();
         let path_policy =
-            PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny)
-                .map_err(|_| format!("workdir {alias}: invalid deny pattern"))?;
-        let lease = LeaseId::of_workdir(&alias, workdir.legacy_slot)
-            .map_err(|error| format!("workdir {alias}: {error}"))?;
+            PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny).map_err(
+                |_| PolicyError::InvalidDenyPattern {
+                    alias: alias.clone(),
+                },
+            )?;
+        let lease = LeaseId::of_workdir(&alias, workdir.legacy_slot).map_err(|source| {
+            PolicyError::InvalidLeaseId {
+                alias: alias.clone(),
+                source,
+            }
+        })?;
         let mut runtimes: Vec<String> = workdir
             .agent_runtimes
             .iter()

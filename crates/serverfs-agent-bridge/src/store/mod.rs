@@ -83,7 +83,6 @@ pub use interaction::{
     Resolved, Withdrawn,
 };
 pub use result::StoredResult;
-pub(crate) use result::utf8_prefix;
 pub use schema::SCHEMA_VERSION;
 pub use task::{
     Created, IdempotencyKey, NewTask, Purged, TaskError, TaskRecord, Transition, Transitioned,

@@ -4,6 +4,7 @@
 use std::os::unix::fs::FileExt;
 
 use rusqlite::{TransactionBehavior, params};
+use serverfs_agent_runtime::bounds::utf8_prefix;
 use serverfs_protocol::bridge::{
     EpochMillis, EventPayload, ResultStorage, ResultSummary, TaskResultChunk, TaskStatus,
 };
@@ -42,16 +43,6 @@ impl StoredResult {
             retrievable: self.storage == ResultStorage::Spool,
         }
     }
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a
-/// character boundary.
-pub(crate) fn utf8_prefix(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 impl Db {
