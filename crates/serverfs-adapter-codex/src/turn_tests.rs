@@ -4,23 +4,17 @@
 //! clients of provider errors and large items.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-use serverfs_protocol::bridge::{
-    ApprovalPayload, ApprovalResolution, QuestionPayload, QuestionResolution,
-};
-use serverfs_testkit::mock_codex::{
-    LEAKY_NOTIFICATION, LEAKY_TURN_ERROR, MockCodexDaemon, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL,
-};
-use tokio::sync::oneshot;
 
 use serde_json::{Value, json};
 use serverfs_agent_runtime::bounds::{MAX_ITEM_TEXT_BYTES, json_len};
 use serverfs_agent_runtime::jsonrpc::RpcFailure;
-use serverfs_agent_runtime::turns::ActiveTurn;
-use serverfs_agent_runtime::{ProcessGroupId, ProxyPolicy, TurnStatus, scrub_credentials};
+use serverfs_agent_runtime::{ProxyPolicy, TurnStatus, scrub_credentials};
 use serverfs_protocol::bridge::EventPayload;
+use serverfs_testkit::host::{RecordingHost, Unscripted};
+use serverfs_testkit::mock_codex::{
+    LEAKY_NOTIFICATION, LEAKY_TURN_ERROR, MockCodexDaemon, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL,
+};
 
 use super::*;
 use crate::connect::CallFailure;
@@ -31,65 +25,10 @@ const TASK: &str = "agt_test";
 /// Bounds every wait on the mock.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A host that records events, keeps approvals waiting forever (each
-/// holding a sender whose receiver tells when its wait was dropped) and can
-/// fail to record a turn id.
-#[derive(Default)]
-struct TestHost {
-    fail_turn_ids: bool,
-    events: Mutex<Vec<EventPayload>>,
-    approvals: Mutex<Vec<oneshot::Receiver<()>>>,
-}
-
-impl Host for TestHost {
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.events.lock().unwrap().push(event);
-        Box::pin(async { Ok(()) })
-    }
-
-    fn request_approval(
-        &self,
-        _payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
-        let (held, dropped) = oneshot::channel::<()>();
-        self.approvals.lock().unwrap().push(dropped);
-        Box::pin(async move {
-            let _held = held;
-            std::future::pending().await
-        })
-    }
-
-    fn ask_question(
-        &self,
-        _payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
-        Box::pin(std::future::pending())
-    }
-
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>> {
-        let failed = self.fail_turn_ids && ids.turn_id.is_some();
-        Box::pin(async move {
-            if failed {
-                Err(AgentError::new(
-                    BridgeErrorCode::AgentResultStorageError,
-                    "the store is full",
-                ))
-            } else {
-                Ok(())
-            }
-        })
-    }
-
-    fn record_process_group(
-        &self,
-        _group: ProcessGroupId,
-    ) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(async { Ok(()) })
-    }
+/// A host that records events and keeps approvals waiting until the
+/// adapter drops them.
+fn holding_host() -> RecordingHost {
+    RecordingHost::new(Unscripted::Hold)
 }
 
 /// A Codex adapter on the daemon transport, its mock daemon and a workdir.
@@ -129,7 +68,7 @@ impl Rig {
         &self,
         prompt: &str,
         model: Option<&str>,
-        host: &Arc<TestHost>,
+        host: &Arc<RecordingHost>,
     ) -> tokio::task::JoinHandle<TurnOutcome> {
         let ctx = TaskContext {
             task_id: TASK.to_owned(),
@@ -182,12 +121,12 @@ impl Rig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_turn_leaves_no_registration_connection_or_handler() {
     let rig = rig();
-    let host = Arc::new(TestHost::default());
+    let host = Arc::new(holding_host());
     let turn = rig.run("approval please", None, &host);
     let active = rig.wait_turn_handle().await;
     let asked = Instant::now();
     let approval = loop {
-        if let Some(approval) = host.approvals.lock().unwrap().pop() {
+        if let Some(approval) = host.take_held() {
             break approval;
         }
         assert!(
@@ -221,7 +160,7 @@ async fn a_dropped_turn_leaves_no_registration_connection_or_handler() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_while_the_thread_starts_ends_the_turn_at_once() {
     let rig = rig();
-    let host = Arc::new(TestHost::default());
+    let host = Arc::new(holding_host());
     let turn = rig.run("hello", Some(SLOW_THREAD_MODEL), &host);
     rig.wait_request("thread/start").await;
     rig.adapter.cancel(TASK).await;
@@ -237,7 +176,7 @@ async fn a_cancel_while_the_thread_starts_ends_the_turn_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_adapter_interrupts_a_turn_rather_than_cancelling_it() {
     let rig = rig();
-    let host = Arc::new(TestHost::default());
+    let host = Arc::new(holding_host());
     let turn = rig.run("wait", None, &host);
     rig.wait_turn_handle().await;
     rig.adapter.close().await;
@@ -262,10 +201,7 @@ async fn closing_the_adapter_interrupts_a_turn_rather_than_cancelling_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_id_that_cannot_be_recorded_interrupts_the_turn() {
     let rig = rig();
-    let host = Arc::new(TestHost {
-        fail_turn_ids: true,
-        ..TestHost::default()
-    });
+    let host = Arc::new(holding_host().failing_turn_ids());
     let outcome = tokio::time::timeout(WAIT, rig.run("wait", None, &host))
         .await
         .unwrap()
@@ -286,7 +222,7 @@ async fn a_turn_id_that_cannot_be_recorded_interrupts_the_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_error_text_loses_its_credentials() {
     let rig = rig();
-    let host = Arc::new(TestHost::default());
+    let host = Arc::new(holding_host());
     let outcome = tokio::time::timeout(WAIT, rig.run("leaky-error", None, &host))
         .await
         .unwrap()
@@ -300,9 +236,7 @@ async fn provider_error_text_loses_its_credentials() {
     assert_eq!(outcome.final_text, scrub_credentials(LEAKY_TURN_ERROR));
     assert_eq!(outcome.final_text, "invalid api key <redacted>");
     let errors: Vec<EventPayload> = host
-        .events
-        .lock()
-        .unwrap()
+        .events()
         .iter()
         .filter(|event| matches!(event, EventPayload::ProviderError { .. }))
         .cloned()

@@ -14,6 +14,7 @@
 //! | Directive | Behaviour | Final-text line |
 //! |---|---|---|
 //! | `fake: complete <text>` | nothing | `<text>` |
+//! | `fake: session` | nothing | `session=<native session id>` (the continued session, or `fake-session-<task>`) |
 //! | `fake: approval [<summary>]` | one `command` approval, all four decisions | `approved: <summary>` or `denied: <summary>`; `cancel_task` cancels the turn |
 //! | `fake: options` | one `other` approval, all four decisions, and three exact options: `opt-allow-once` "Allow once" (`allow_once`), `opt-allow-always` "Always allow" (`allow_always`), `opt-reject` "Reject" (`reject_once`) | `option=<option_id>`; `cancel_task` cancels the turn |
 //! | `fake: withdraw <ms>` | one `command` approval (`echo test`, all four decisions) that the "provider" settles itself `<ms>` after raising it unless answered first: the interaction goes stale | `withdrawn`, or `answered: <decision>`; `cancel_task` cancels the turn |
@@ -91,6 +92,8 @@ const WRITE_MODE: u32 = 0o644;
 pub enum Directive {
     /// `complete <text>`.
     Complete(String),
+    /// `session`.
+    Session,
     /// `approval [<summary>]`.
     Approval(String),
     /// `options`.
@@ -166,6 +169,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
     };
     match verb {
         "complete" => Ok(Directive::Complete(rest.to_owned())),
+        "session" => no_argument(Directive::Session),
         "approval" => Ok(Directive::Approval(or_default(rest, DEFAULT_COMMAND))),
         "options" => no_argument(Directive::Options),
         "withdraw" => rest
@@ -259,11 +263,7 @@ impl FakeAdapter {
 
     async fn run_turn(&self, ctx: TaskContext, host: Arc<dyn Host>) -> TurnOutcome {
         let native = NativeIds {
-            session_id: Some(
-                ctx.continue_native_session_id
-                    .clone()
-                    .unwrap_or_else(|| format!("fake-session-{}", ctx.task_id)),
-            ),
+            session_id: Some(session_of(&ctx)),
             turn_id: Some(format!("fake-turn-{}", ctx.task_id)),
         };
         let (messages, inbox) = mpsc::unbounded_channel();
@@ -289,6 +289,14 @@ impl FakeAdapter {
         };
         registration.outcome(ended, native)
     }
+}
+
+/// The native session of a turn: the continued one, or a new one named
+/// after the task.
+fn session_of(ctx: &TaskContext) -> String {
+    ctx.continue_native_session_id
+        .clone()
+        .unwrap_or_else(|| format!("fake-session-{}", ctx.task_id))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -365,6 +373,7 @@ impl Turn {
         let deadline = ctx.deadline;
         match directive {
             Directive::Complete(text) => Ok(Some(text)),
+            Directive::Session => Ok(Some(format!("session={}", session_of(ctx)))),
             Directive::Approval(summary) => {
                 let resolution = self
                     .stop

@@ -12,10 +12,18 @@
 //! - [`mock_codex`]: a scripted Codex App Server (the `mock-codex` binary
 //!   over stdio or a WebSocket daemon, and the in-process
 //!   [`MockCodexDaemon`]) for hermetic tests of the Bridge's Codex adapter.
+//! - [`bridge`]: the real Agent Bridge as a black box (configuration,
+//!   daemon, socket clients, leases and guards), for every crate's tests.
+//! - [`host`]: a recording, scripted [`serverfs_agent_runtime::Host`] for
+//!   adapter tests.
+//! - [`binaries`]: the one locator of workspace binaries tests run.
 //! - [`process`]: what `/proc` says about a provider's process group.
 //! - [`within`]: a bound on every await, so a hang fails by name.
 
+pub mod binaries;
+pub mod bridge;
 mod deadline;
+pub mod host;
 pub mod mock_codex;
 mod mock_model;
 pub mod process;

@@ -33,3 +33,23 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
 pub fn runs_in_group(pid: u32, pgid: i32) -> bool {
     matches!(stat(pid), Some((state, group)) if group == pgid && state != b'Z' && state != b'X')
 }
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat`.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|byte| *byte == b')')?;
+    let rest = String::from_utf8(stat.get(close + 1..)?.to_vec()).ok()?;
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// The command line of `pid`, arguments joined by spaces; empty for a
+/// zombie or a vanished process.
+pub fn cmdline(pid: u32) -> String {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .trim_end_matches('\0')
+                .replace('\0', " ")
+        })
+        .unwrap_or_default()
+}

@@ -218,7 +218,7 @@ impl Drop for StdioCodex {
 
 #[test]
 fn binary_path_finds_the_built_binary() {
-    let found = serverfs_testkit::mock_codex::binary_path().unwrap();
+    let found = serverfs_testkit::mock_codex::binary();
     assert_eq!(found, Path::new(BIN));
 }
 

@@ -27,6 +27,13 @@ use crate::redact::Redactor;
 use crate::store::{StoreError, TaskRecord, Transition, now_millis, transition_allowed};
 use serverfs_agent_runtime::{Adapter, TaskContext, TurnOutcome, TurnStatus};
 
+/// How long a turn's recorded process groups may take to go after the
+/// turn ended, before its guard is judged: `SIGKILL` is sent by then, and
+/// a killed process is gone in milliseconds unless the host is loaded.
+const GROUP_SETTLE: Duration = Duration::from_secs(2);
+/// How often the groups are looked at meanwhile.
+const GROUP_SETTLE_POLL: Duration = Duration::from_millis(20);
+
 /// Everything a runner needs besides the live task.
 pub(super) struct RunPlan {
     /// The task's runtime.
@@ -412,10 +419,31 @@ impl Core {
         plan: &RunPlan,
         returned: bool,
     ) -> ProviderLiveness {
-        let groups = live.groups().into_iter().map(|group| group.as_raw());
-        if returned {
-            return provider_liveness(ProviderLiveness::ProvenStopped, groups);
+        let adapter_says = if returned {
+            ProviderLiveness::ProvenStopped
+        } else {
+            self.turn_adapter_liveness(live, plan).await
+        };
+        // A provider an adapter dropped rather than stopped (a turn
+        // cancelled while its connection opened, a run the runner gave up
+        // on) was sent SIGKILL a moment ago and may not be dead yet: give
+        // its recorded groups a short, bounded while to go before the
+        // guard is judged, or the workdir would stay blocked until the next
+        // reconciliation for a provider that was in fact stopped.
+        let deadline = Instant::now() + GROUP_SETTLE;
+        loop {
+            let groups = live.groups().into_iter().map(|group| group.as_raw());
+            let liveness = provider_liveness(adapter_says, groups);
+            if liveness != ProviderLiveness::Running || Instant::now() >= deadline {
+                return liveness;
+            }
+            tokio::time::sleep(GROUP_SETTLE_POLL).await;
         }
+    }
+
+    /// What the adapter knows of the provider of a turn that did not
+    /// return by itself.
+    async fn turn_adapter_liveness(&self, live: &LiveTask, plan: &RunPlan) -> ProviderLiveness {
         let task_id = live.task_id.clone();
         let record = self.store.call(move |db| db.get_task(&task_id)).await;
         let native = match record {
@@ -430,11 +458,10 @@ impl Core {
             plan.adapter.reconcile(&live.task_id, &native),
         )
         .await;
-        let adapter_says = match state {
+        match state {
             Ok(state) => ProviderLiveness::from_provider_active(state.provider_active),
             Err(_) => ProviderLiveness::Unknown,
-        };
-        provider_liveness(adapter_says, groups)
+        }
     }
 }
 

@@ -24,27 +24,23 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process_group};
 use serde_json::{Value, json};
+use serverfs_testkit::mock_codex::rig::{
+    Transport, codex_setup, control_socket, message_log, start_mock_daemon,
+};
 use serverfs_testkit::mock_codex::{
-    CLI_VERSION, HUGE_CHANGE_COUNT, HUGE_COMMAND_BYTES, MESSAGE_LOG_FILE, MockCodexDaemon,
-    MockState, SLOW_DELAY, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL,
+    self, CLI_VERSION, HUGE_CHANGE_COUNT, HUGE_COMMAND_BYTES, MESSAGE_LOG_FILE, MockCodexDaemon,
+    SLOW_DELAY, SLOW_THREAD_DELAY, SLOW_THREAD_MODEL,
 };
 
-use super::daemon::{Daemon, Setup, WAIT, Workdir};
-use super::daemon_recovery::{guards, mcp_mutation, poll};
+use serverfs_testkit::bridge::{
+    Daemon, GONE_LIMIT, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
+};
 use serverfs_testkit::process::{group_members, runs_in_group, stat};
-
-/// How long an exited provider's process group may take to disappear
-/// (zombies wait for a lazy init to reap them).
-const GONE_LIMIT: Duration = Duration::from_secs(30);
-
-/// Longest AF_UNIX socket path (`sun_path` is 108 bytes with its NUL).
-const MAX_SOCKET_PATH: usize = 107;
 
 /// Keys the Bridge never sends: native mode's forbidden overrides (the
 /// mock refuses those too) and the reference's `serviceName`.
@@ -60,16 +56,6 @@ const OVERRIDE_KEYS: [&str; 6] = [
 /// The version both transports report: `codex-cli 0.171.0-mock` from
 /// `--version`, `codex_app_server/0.171.0-mock` as `userAgent`.
 const MOCK_VERSION: &str = "0.171.0-mock";
-
-/// How the Bridge reaches the mock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Transport {
-    /// `codex_transport` unset: a `mock-codex app-server` child per
-    /// connection.
-    Stdio,
-    /// `codex_transport = "daemon"`: the in-process [`MockCodexDaemon`].
-    Daemon,
-}
 
 /// Runs each named scenario, a `fn(Transport)`, once per transport: the
 /// module of the same name holds its two tests, `stdio` and `daemon`.
@@ -118,59 +104,6 @@ both_transports!(
     cancel_while_the_thread_starts,
 );
 
-/// The `mock-codex` binary, built once per test run if it is missing.
-fn mock_codex() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        // Always through cargo (a no-op when up to date): a stale mock from
-        // an older checkout would lack newer scenarios and fail confusingly.
-        build_mock_codex();
-        serverfs_testkit::mock_codex::binary_path()
-            .unwrap_or_else(|error| panic!("mock-codex still missing after the build: {error}"))
-    })
-}
-
-/// `cargo build -p serverfs-testkit --bins` into this test binary's target
-/// directory and profile (`target/<profile>/deps/all-…`).
-fn build_mock_codex() {
-    let exe = std::env::current_exe().expect("the test executable");
-    let profile_dir = exe
-        .parent()
-        .filter(|dir| dir.ends_with("deps"))
-        .and_then(Path::parent)
-        .expect("the test runs from target/<profile>/deps");
-    let target_dir = profile_dir.parent().expect("a target directory");
-    let profile = profile_dir
-        .file_name()
-        .and_then(|name| name.to_str())
-        .expect("a profile directory name");
-    let cargo = std::env::var_os("CARGO")
-        .or_else(|| option_env!("CARGO").map(Into::into))
-        .unwrap_or_else(|| "cargo".into());
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(workspace)
-        .args(["build", "-p", "serverfs-testkit", "--bins", "--target-dir"])
-        .arg(target_dir);
-    match profile {
-        "debug" => {}
-        "release" => {
-            command.arg("--release");
-        }
-        other => {
-            command.args(["--profile", other]);
-        }
-    }
-    let status = command
-        .status()
-        .unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"));
-    assert!(
-        status.success(),
-        "{command:?} failed ({status}): the Codex tests need the mock-codex binary"
-    );
-}
-
 /// A Bridge configured for the `codex` runtime on the mock, with its
 /// Codex home; the in-process mock daemon for the daemon transport.
 ///
@@ -180,48 +113,6 @@ struct Rig {
     mock: Option<MockCodexDaemon>,
     setup: Setup,
     home: PathBuf,
-}
-
-/// `Setup` for the `codex` runtime: workdir `demo` (`<root>/work`,
-/// workspace-write, runtime `codex`), `codex_bin` the mock and `codex_home`
-/// `<root>/ch` (created; short, for the control socket's path).
-fn codex_setup(transport: Transport) -> (Setup, PathBuf) {
-    let mut setup = Setup::new().without_workdirs().workdir(Workdir {
-        path: "work".to_owned(),
-        ..Workdir::new("demo", "workspace-write", &["codex"])
-    });
-    let home = setup.root().join("ch");
-    std::fs::create_dir(&home).expect("codex home");
-    setup = setup
-        .agent("codex_bin", &toml_path(mock_codex()))
-        .agent("codex_home", &toml_path(&home));
-    if transport == Transport::Daemon {
-        setup = setup.agent("codex_transport", r#""daemon""#);
-    }
-    let socket = control_socket(&home);
-    assert!(
-        socket.as_os_str().len() <= MAX_SOCKET_PATH,
-        "{} is too long for AF_UNIX; use a shorter TMPDIR",
-        socket.display()
-    );
-    (setup, home)
-}
-
-fn toml_path(path: &Path) -> String {
-    format!("{:?}", path.to_str().expect("utf-8 path"))
-}
-
-/// Where the managed daemon listens (spec-adapters §2.1 A).
-fn control_socket(home: &Path) -> PathBuf {
-    home.join("app-server-control")
-        .join("app-server-control.sock")
-}
-
-/// The in-process daemon on `home`'s control socket, logging to the same
-/// file as the binary.
-fn start_mock_daemon(home: &Path) -> MockCodexDaemon {
-    let state = MockState::new(home).with_log_file(home.join(MESSAGE_LOG_FILE));
-    MockCodexDaemon::start_with_state(control_socket(home), state).expect("start the mock daemon")
 }
 
 impl Rig {
@@ -262,17 +153,7 @@ impl Rig {
 
     /// Everything the mock received so far, in arrival order.
     fn log(&self) -> Vec<Value> {
-        match std::fs::read_to_string(self.home.join(MESSAGE_LOG_FILE)) {
-            Ok(text) => text
-                .lines()
-                .map(|line| {
-                    serde_json::from_str(line)
-                        .unwrap_or_else(|e| panic!("bad log line {line}: {e}"))
-                })
-                .collect(),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(error) => panic!("reading the mock's log: {error}"),
-        }
+        message_log(&self.home)
     }
 
     /// The log from position `mark` on.
@@ -361,54 +242,6 @@ fn assert_native_mode(log: &[Value]) {
             assert!(!params.contains_key(key), "{key} sent: {message}");
         }
     }
-}
-
-/// Asserts that `expected` appear in `types` in this order (others may
-/// sit between them).
-fn assert_in_order(types: &[String], expected: &[&str]) {
-    let mut rest = types.iter();
-    for wanted in expected {
-        assert!(
-            rest.any(|t| t == wanted),
-            "event {wanted} missing or out of order in {types:?}"
-        );
-    }
-}
-
-fn count(types: &[String], wanted: &str) -> usize {
-    types.iter().filter(|t| *t == wanted).count()
-}
-
-/// The payloads of the task's events of type `event_type`.
-fn payloads(bridge: &Daemon, task: &str, event_type: &str) -> Vec<Value> {
-    bridge
-        .events(task)
-        .into_iter()
-        .filter(|event| event["event_type"] == event_type)
-        .map(|event| event["payload"].clone())
-        .collect()
-}
-
-/// Polls until a task has finished (any terminal status).
-fn wait_terminal(bridge: &Daemon, task: &str) -> Value {
-    bridge.wait_task(task, "a terminal status", |view| {
-        ["succeeded", "failed", "cancelled", "interrupted"]
-            .contains(&view["status"].as_str().unwrap_or(""))
-    })
-}
-
-fn respond(bridge: &Daemon, task: &str, request: &str, decision: &str) -> Value {
-    bridge.ok(
-        "task.approval.respond",
-        json!({ "task_id": task, "request_id": request, "decision": decision }),
-    )
-}
-
-fn request_id(pending: &Value) -> String {
-    pending["request_id"]
-        .as_str()
-        .expect("request_id")
-        .to_owned()
 }
 
 /// A `task.approval.respond` error code.
@@ -572,13 +405,13 @@ fn new_task(transport: Transport) {
         ],
     );
     assert_eq!(
-        payloads(&rig.bridge, &task, "item.completed"),
+        rig.bridge.payloads(&task, "item.completed"),
         vec![
             json!({ "type": "agentMessage", "id": "msg-1", "text": "done:hello codex", "phase": null })
         ]
     );
     assert_eq!(
-        payloads(&rig.bridge, &task, "item.started"),
+        rig.bridge.payloads(&task, "item.started"),
         vec![json!({ "type": "agentMessage", "id": "msg-1", "text": "", "phase": null })]
     );
 
@@ -634,7 +467,7 @@ fn continuation(transport: Transport) {
     );
     // A new turn of the same thread (`turn-2` after `turn-1`).
     assert_eq!(
-        payloads(&rig.bridge, &second, "item.completed"),
+        rig.bridge.payloads(&second, "item.completed"),
         vec![
             json!({ "type": "agentMessage", "id": "msg-2", "text": "done:second", "phase": null })
         ]
@@ -699,7 +532,7 @@ fn steer(transport: Transport) {
     );
     assert_eq!(requests(&log, "turn/interrupt"), Vec::<Value>::new());
     // Codex shows the steered text as a user message item of the turn.
-    let items = payloads(&rig.bridge, &task, "item.completed");
+    let items = rig.bridge.payloads(&task, "item.completed");
     assert_eq!(items[0], json!({ "type": "userMessage", "id": "user-1" }));
     assert_eq!(count(&rig.bridge.event_types(&task), "user.message"), 1);
 }
@@ -800,7 +633,7 @@ fn command_approval_decisions(transport: Transport) {
         assert_eq!(answers(&rig.log_since(mark)), Vec::<Value>::new());
 
         let request = request_id(&pending);
-        respond(&rig.bridge, &task, &request, decision);
+        rig.bridge.respond(&task, &request, decision).unwrap();
         let view = rig.bridge.wait_status(&task, status);
         // A cancelled task is terminal before its provider stops; the
         // provider's last messages are in once the workdir is free.
@@ -812,7 +645,7 @@ fn command_approval_decisions(transport: Transport) {
             vec![rpc_result(json!(0), json!({ "decision": native }))],
             "{decision}"
         );
-        let resolved = payloads(&rig.bridge, &task, "approval.resolved");
+        let resolved = rig.bridge.payloads(&task, "approval.resolved");
         assert_eq!(resolved.len(), 1, "{resolved:?}");
         assert_eq!(resolved[0]["decision"], decision);
         if decision == "cancel_task" {
@@ -828,7 +661,9 @@ fn command_approval_decisions(transport: Transport) {
             );
             assert_eq!(requests(&log, "turn/interrupt"), Vec::<Value>::new());
             // The command item the approval was about completed.
-            let commands: Vec<Value> = payloads(&rig.bridge, &task, "item.completed")
+            let commands: Vec<Value> = rig
+                .bridge
+                .payloads(&task, "item.completed")
                 .into_iter()
                 .filter(|item| item["type"] == "commandExecution")
                 .collect();
@@ -867,7 +702,7 @@ fn object_shaped_decisions_are_not_offered(transport: Transport) {
     }
     assert_eq!(rig.bridge.task(&task)["status"], "waiting_for_approval");
     assert_eq!(answers(&rig.log()), Vec::<Value>::new());
-    respond(&rig.bridge, &task, &request, "approve_once");
+    rig.bridge.respond(&task, &request, "approve_once").unwrap();
     let view = rig.bridge.wait_status(&task, "succeeded");
     // The mock renders an answer it did not offer as `not-offered:…`.
     assert_eq!(view["final_response"], "approval:accept");
@@ -914,7 +749,9 @@ fn file_change_approvals(transport: Transport) {
                 .contains(rig.setup.root().to_str().unwrap()),
             "{payload}"
         );
-        respond(&rig.bridge, &task, &request_id(&pending), decision);
+        rig.bridge
+            .respond(&task, &request_id(&pending), decision)
+            .unwrap();
         let view = rig.bridge.wait_status(&task, status);
         // A cancelled task is terminal before its provider stops; the
         // provider's last messages are in once the workdir is free.
@@ -1131,7 +968,7 @@ fn server_resolved_request_turns_stale(transport: Transport) {
     assert_eq!(count(&types, "interaction.stale"), 1, "{types:?}");
     assert_eq!(count(&types, "approval.resolved"), 0, "{types:?}");
     assert_eq!(
-        payloads(&rig.bridge, &task, "interaction.stale"),
+        rig.bridge.payloads(&task, "interaction.stale"),
         vec![json!({ "request_id": request })]
     );
     assert_eq!(answers(&rig.log()), Vec::<Value>::new(), "never answered");
@@ -1164,7 +1001,9 @@ fn two_approvals_are_queued(transport: Transport) {
     assert_eq!(count(&types, "approval.requested"), 1, "{types:?}");
     assert_eq!(answers(&rig.log()), Vec::<Value>::new());
 
-    respond(&rig.bridge, &task, &first_id, "approve_once");
+    rig.bridge
+        .respond(&task, &first_id, "approve_once")
+        .unwrap();
     let second = rig.bridge.wait_task(&task, "the second approval", |view| {
         view["pending_request"].is_object() && view["pending_request_id"] != first_id.as_str()
     })["pending_request"]
@@ -1180,7 +1019,7 @@ fn two_approvals_are_queued(transport: Transport) {
     assert_eq!(so_far.len(), 1, "{so_far:?}");
     assert_eq!(so_far[0]["result"], json!({ "decision": "accept" }));
     let first_native = so_far[0]["id"].clone();
-    respond(&rig.bridge, &task, &second_id, "deny");
+    rig.bridge.respond(&task, &second_id, "deny").unwrap();
     let view = rig.bridge.wait_status(&task, "succeeded");
 
     // Which native request was presented first is the Bridge's race; the
@@ -1212,7 +1051,9 @@ fn string_request_ids_are_echoed(transport: Transport) {
     let rig = Rig::start(transport);
     let task = rig.submit("string-id");
     let pending = pending_approval(&rig.bridge, &task);
-    respond(&rig.bridge, &task, &request_id(&pending), "approve_once");
+    rig.bridge
+        .respond(&task, &request_id(&pending), "approve_once")
+        .unwrap();
     let view = rig.bridge.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "approval:accept");
     assert_eq!(
@@ -1259,7 +1100,7 @@ fn transport_drop_mid_turn(transport: Transport) {
     let rig = Rig::start(transport);
     let started = Instant::now();
     let task = rig.submit("drop");
-    let view = wait_terminal(&rig.bridge, &task);
+    let view = rig.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "failed", "{view}");
     assert_eq!(view["error_code"], "AGENT_PROVIDER_DISCONNECTED", "{view}");
     assert!(
@@ -1298,7 +1139,7 @@ fn failed_turn(transport: Transport) {
     assert_eq!(view["error_code"], "AGENT_PROVIDER_ERROR", "{view}");
     assert_eq!(view["error_message"], "mock failure", "{view}");
     assert_eq!(
-        payloads(&rig.bridge, &task, "provider.error"),
+        rig.bridge.payloads(&task, "provider.error"),
         vec![json!({ "message": "model overloaded", "will_retry": true })]
     );
     let types = rig.bridge.event_types(&task);
@@ -1316,7 +1157,7 @@ fn noise_is_ignored(transport: Transport) {
     assert!(!text.contains("ignore me"), "another turn's item: {text}");
     assert!(!text.contains("mock warning"), "{text}");
     assert_eq!(
-        payloads(&rig.bridge, &task, "item.completed"),
+        rig.bridge.payloads(&task, "item.completed"),
         vec![json!({ "type": "agentMessage", "id": "msg-1", "text": "done:noise", "phase": null })]
     );
     assert_eq!(answers(&rig.log()), Vec::<Value>::new());
@@ -1334,7 +1175,7 @@ fn provider_errors_lose_credentials(transport: Transport) {
         "{view}"
     );
     assert_eq!(
-        payloads(&rig.bridge, &task, "provider.error"),
+        rig.bridge.payloads(&task, "provider.error"),
         vec![json!({
             "message": "proxy http://<redacted>@proxy.internal:3128 refused \
                         Authorization: Bearer <redacted>",
@@ -1349,7 +1190,7 @@ fn non_json_lines_are_skipped(transport: Transport) {
     // the middle of the turn.
     let rig = Rig::start(transport);
     let task = rig.submit("garbage");
-    let view = wait_terminal(&rig.bridge, &task);
+    let view = rig.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "succeeded", "{view}");
     assert_eq!(view["final_response"], "done:garbage", "{view}");
 }
@@ -1360,7 +1201,7 @@ fn object_only_decisions_are_refused_at_once(transport: Transport) {
     // turn goes on.
     let rig = Rig::start(transport);
     let task = rig.submit("object-only-decisions");
-    let view = wait_terminal(&rig.bridge, &task);
+    let view = rig.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "succeeded", "{view}");
     assert_eq!(view["final_response"], "request-error:-32000", "{view}");
     assert_eq!(
@@ -1380,11 +1221,11 @@ fn huge_items_are_bounded(transport: Transport) {
     // default 16 MiB frame limit) and a file change of 200 KiB.
     let rig = Rig::start(transport);
     let task = rig.submit("huge-item");
-    let view = wait_terminal(&rig.bridge, &task);
+    let view = rig.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "succeeded", "{view}");
     assert_eq!(view["final_response"], "done:huge-item", "{view}");
     const { assert!(HUGE_COMMAND_BYTES > 16 << 20) };
-    let items = payloads(&rig.bridge, &task, "item.completed");
+    let items = rig.bridge.payloads(&task, "item.completed");
     let command = items
         .iter()
         .find(|item| item["id"] == "call_huge")
@@ -1498,7 +1339,7 @@ fn reconcile_stdio_after_a_crash() {
     restart(&mut rig);
     assert_restarted(&rig, &task);
     assert_eq!(
-        payloads(&rig.bridge, &task, "task.reconciled"),
+        rig.bridge.payloads(&task, "task.reconciled"),
         vec![json!({
             "status": "SESSION_RESUMABLE",
             "provider_active": false,
@@ -1506,7 +1347,7 @@ fn reconcile_stdio_after_a_crash() {
         })]
     );
     assert_eq!(
-        payloads(&rig.bridge, &task, "runtime.reconcile_finished"),
+        rig.bridge.payloads(&task, "runtime.reconcile_finished"),
         vec![
             json!({ "runtime": "codex", "status": "SESSION_RESUMABLE", "provider_active": false })
         ]
@@ -1538,7 +1379,7 @@ fn reconcile_daemon_keeps_the_guard_while_the_turn_runs() {
     restart(&mut rig);
     assert_restarted(&rig, &task);
     assert_eq!(
-        payloads(&rig.bridge, &task, "task.reconciled"),
+        rig.bridge.payloads(&task, "task.reconciled"),
         vec![json!({
             "status": "UNKNOWN",
             "provider_active": true,
@@ -1563,7 +1404,7 @@ fn reconcile_daemon_keeps_the_guard_while_the_turn_runs() {
         rig.bridge.wait_status(&next, "succeeded")["final_response"],
         "done:after the turn ended"
     );
-    let reconciled = payloads(&rig.bridge, &task, "task.reconciled");
+    let reconciled = rig.bridge.payloads(&task, "task.reconciled");
     assert_eq!(
         reconciled.last(),
         Some(&json!({ "status": "UNKNOWN", "provider_active": false })),
@@ -1581,7 +1422,7 @@ struct StopDaemon<'a> {
 
 impl StopDaemon<'_> {
     fn stop(&self) -> std::process::Output {
-        Command::new(mock_codex())
+        Command::new(mock_codex::binary())
             .args(["app-server", "daemon", "stop"])
             .env("CODEX_HOME", self.home)
             .output()
@@ -1646,7 +1487,7 @@ fn a_failing_autostart_fails_the_task_quickly() {
     let bridge = setup.start();
     let started = Instant::now();
     let task = bridge.wait_submit(json!({ "runtime": "codex", "prompt": "wake up" }));
-    let view = wait_terminal(&bridge, &task);
+    let view = bridge.wait_terminal(&task);
     assert_eq!(view["status"], "failed", "{view}");
     assert_eq!(view["error_code"], "AGENT_RUNTIME_NOT_READY", "{view}");
     assert!(

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::daemon::{Setup, Workdir};
-use super::daemon_recovery::{ChildTree, guards};
+use serverfs_testkit::bridge::{ChildTree, Setup, Workdir, guards};
 
 /// The one-line prefix of every configuration error.
 const CONFIG_ERROR: &str = "serverfs-agent-bridge: configuration error: ";

@@ -13,38 +13,12 @@ use serverfs_agent_bridge::store::{InteractionResolution, StateDir, Store, Store
 use serverfs_protocol::bridge::{ApprovalDecision, ApprovalResolution};
 use sha2::{Digest, Sha256};
 
-use super::daemon::{Daemon, Setup, WireError, Workdir};
+use serverfs_testkit::bridge::{
+    Daemon, Setup, WireError, Workdir, assert_in_order, code, count, request_id,
+};
 
 /// A task id that is well-formed but never issued.
 const UNKNOWN_TASK: &str = "agt_000000000000000000000000";
-
-fn respond(daemon: &Daemon, task: &str, request: &str, decision: &str) -> Result<Value, WireError> {
-    daemon.call(
-        "task.approval.respond",
-        json!({ "task_id": task, "request_id": request, "decision": decision }),
-    )
-}
-
-fn answer(daemon: &Daemon, task: &str, request: &str, answers: Value) -> Result<Value, WireError> {
-    daemon.call(
-        "task.question.answer",
-        json!({ "task_id": task, "request_id": request, "answers": answers }),
-    )
-}
-
-fn code<T: std::fmt::Debug>(result: Result<T, WireError>) -> String {
-    match result {
-        Ok(value) => panic!("expected an error, got {value:?}"),
-        Err(error) => error.code,
-    }
-}
-
-fn request_id(pending: &Value) -> String {
-    pending["request_id"]
-        .as_str()
-        .expect("request_id")
-        .to_owned()
-}
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -55,20 +29,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Asserts that `expected` appear in `types` in this order (others may
 /// sit between them).
-fn assert_in_order(types: &[String], expected: &[&str]) {
-    let mut rest = types.iter();
-    for wanted in expected {
-        assert!(
-            rest.any(|t| t == wanted),
-            "event {wanted} missing or out of order in {types:?}"
-        );
-    }
-}
-
-fn count(types: &[String], wanted: &str) -> usize {
-    types.iter().filter(|t| *t == wanted).count()
-}
-
 #[test]
 fn daemon_submit_returns_queued_and_the_task_succeeds() {
     let daemon = Setup::new().start();
@@ -162,7 +122,7 @@ fn daemon_approval_decisions() {
         assert!(pending["expires_at"].as_i64().unwrap() <= view["deadline_at"].as_i64().unwrap());
         let request = request_id(&pending);
 
-        let resolved = respond(&daemon, &task, &request, decision).unwrap();
+        let resolved = daemon.respond(&task, &request, decision).unwrap();
         assert_eq!(
             resolved,
             json!({ "task_id": task, "request_id": request, "resolved": true, "correlation_id": null }),
@@ -189,7 +149,7 @@ fn daemon_approval_decisions() {
         }
         // Answering again: already resolved.
         assert_eq!(
-            code(respond(&daemon, &task, &request, "deny")),
+            code(daemon.respond(&task, &request, "deny")),
             "REQUEST_ALREADY_RESOLVED",
             "{decision}"
         );
@@ -204,7 +164,7 @@ fn daemon_approval_refusals() {
     // Unknown or unoffered decisions.
     for decision in ["maybe", "", "APPROVE_ONCE", "approve", "allow_always"] {
         assert_eq!(
-            code(respond(&daemon, &task, &request, decision)),
+            code(daemon.respond(&task, &request, decision)),
             "INVALID_APPROVAL_DECISION",
             "{decision:?}"
         );
@@ -220,8 +180,7 @@ fn daemon_approval_refusals() {
     );
     // An approval answered as a question.
     assert_eq!(
-        code(answer(
-            &daemon,
+        code(daemon.answer(
             &task,
             &request,
             json!([{ "question_id": "q1", "selected_option_ids": ["a"] }])
@@ -230,12 +189,7 @@ fn daemon_approval_refusals() {
     );
     // Unknown request, and a request named under another task.
     assert_eq!(
-        code(respond(
-            &daemon,
-            &task,
-            "req_000000000000000000000000",
-            "deny"
-        )),
+        code(daemon.respond(&task, "req_000000000000000000000000", "deny")),
         "REQUEST_NOT_FOUND"
     );
     let other = daemon
@@ -245,20 +199,20 @@ fn daemon_approval_refusals() {
         .unwrap()
         .to_owned();
     assert_eq!(
-        code(respond(&daemon, &other, &request, "deny")),
+        code(daemon.respond(&other, &request, "deny")),
         "REQUEST_STALE"
     );
     // Empty ids are malformed.
     assert_eq!(
-        code(respond(&daemon, "", &request, "deny")),
+        code(daemon.respond("", &request, "deny")),
         "INVALID_REQUEST"
     );
-    assert_eq!(code(respond(&daemon, &task, "", "deny")), "INVALID_REQUEST");
+    assert_eq!(code(daemon.respond(&task, "", "deny")), "INVALID_REQUEST");
     // None of that moved the task.
     let view = daemon.task(&task);
     assert_eq!(view["status"], "waiting_for_approval");
     assert_eq!(view["pending_request_id"], request.as_str());
-    respond(&daemon, &task, &request, "approve_once").unwrap();
+    daemon.respond(&task, &request, "approve_once").unwrap();
     let view = daemon.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "approved: echo test");
 }
@@ -377,7 +331,7 @@ fn daemon_exact_option_refusals() {
     // A bare decision, even the neutral approve_session, picks no option.
     for decision in ["approve_once", "approve_session", "deny"] {
         assert_eq!(
-            refusal(respond(&daemon, &task, &request, decision)),
+            refusal(daemon.respond(&task, &request, decision)),
             invalid("choose one of the request's options by option_id"),
             "{decision}"
         );
@@ -436,7 +390,7 @@ fn daemon_exact_option_refusals() {
     assert_eq!(view["pending_request_id"], request.as_str());
 
     // cancel_task needs no option: it cancels the task.
-    respond(&daemon, &task, &request, "cancel_task").unwrap();
+    daemon.respond(&task, &request, "cancel_task").unwrap();
     let view = daemon.wait_status(&task, "cancelled");
     assert_eq!(view["error_code"], Value::Null, "{view}");
     assert_eq!(
@@ -470,7 +424,7 @@ fn daemon_option_id_on_a_request_without_options_is_refused() {
         );
     }
     assert_eq!(daemon.task(&task)["status"], "waiting_for_approval");
-    respond(&daemon, &task, &request, "approve_once").unwrap();
+    daemon.respond(&task, &request, "approve_once").unwrap();
     let view = daemon.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "approved: echo test");
     assert_eq!(
@@ -517,25 +471,25 @@ fn daemon_question_answered_and_refused() {
     ];
     for answers in invalid {
         assert_eq!(
-            code(answer(&daemon, &task, &request, answers.clone())),
+            code(daemon.answer(&task, &request, answers.clone())),
             "INVALID_QUESTION_ANSWER",
             "{answers}"
         );
     }
     // A question answered as an approval.
     assert_eq!(
-        code(respond(&daemon, &task, &request, "approve_once")),
+        code(daemon.respond(&task, &request, "approve_once")),
         "INVALID_APPROVAL_DECISION"
     );
     assert_eq!(daemon.task(&task)["status"], "waiting_for_question");
 
-    let resolved = answer(
-        &daemon,
-        &task,
-        &request,
-        json!([{ "question_id": "q1", "selected_option_ids": ["a"] }]),
-    )
-    .unwrap();
+    let resolved = daemon
+        .answer(
+            &task,
+            &request,
+            json!([{ "question_id": "q1", "selected_option_ids": ["a"] }]),
+        )
+        .unwrap();
     assert_eq!(resolved["resolved"], true);
     let view = daemon.wait_status(&task, "succeeded");
     let text = view["final_response"].as_str().unwrap();
@@ -558,8 +512,7 @@ fn daemon_question_answered_and_refused() {
         &["question.requested", "question.answered", "task.completed"],
     );
     assert_eq!(
-        code(answer(
-            &daemon,
+        code(daemon.answer(
             &task,
             &request,
             json!([{ "question_id": "q1", "selected_option_ids": ["b"] }])
@@ -570,13 +523,13 @@ fn daemon_question_answered_and_refused() {
     // Free text alone is an answer too.
     let task = daemon.wait_submit(json!({ "prompt": "fake: question" }));
     let request = request_id(&daemon.wait_pending(&task));
-    answer(
-        &daemon,
-        &task,
-        &request,
-        json!([{ "question_id": "q1", "selected_option_ids": [], "text": "neither" }]),
-    )
-    .unwrap();
+    daemon
+        .answer(
+            &task,
+            &request,
+            json!([{ "question_id": "q1", "selected_option_ids": [], "text": "neither" }]),
+        )
+        .unwrap();
     let view = daemon.wait_status(&task, "succeeded");
     assert!(
         view["final_response"].as_str().unwrap().contains("neither"),
@@ -593,7 +546,7 @@ fn daemon_stale_and_double_answers() {
     let cancelled = daemon.ok("task.cancel", json!({ "task_id": task }));
     assert_eq!(cancelled["status"], "cancelled");
     assert_eq!(
-        code(respond(&daemon, &task, &request, "approve_once")),
+        code(daemon.respond(&task, &request, "approve_once")),
         "REQUEST_STALE"
     );
     let view = daemon.task(&task);
@@ -605,8 +558,7 @@ fn daemon_stale_and_double_answers() {
     let request = request_id(&daemon.wait_pending(&task));
     daemon.ok("task.cancel", json!({ "task_id": task }));
     assert_eq!(
-        code(answer(
-            &daemon,
+        code(daemon.answer(
             &task,
             &request,
             json!([{ "question_id": "q1", "selected_option_ids": ["a"] }])
@@ -617,13 +569,13 @@ fn daemon_stale_and_double_answers() {
     // Answered twice: the second is refused, whatever it says.
     let task = daemon.wait_submit(json!({ "prompt": "fake: approval" }));
     let request = request_id(&daemon.wait_pending(&task));
-    respond(&daemon, &task, &request, "deny").unwrap();
+    daemon.respond(&task, &request, "deny").unwrap();
     assert_eq!(
-        code(respond(&daemon, &task, &request, "deny")),
+        code(daemon.respond(&task, &request, "deny")),
         "REQUEST_ALREADY_RESOLVED"
     );
     assert_eq!(
-        code(respond(&daemon, &task, &request, "approve_once")),
+        code(daemon.respond(&task, &request, "approve_once")),
         "REQUEST_ALREADY_RESOLVED"
     );
     let view = daemon.wait_status(&task, "succeeded");
@@ -648,7 +600,7 @@ fn daemon_two_approvals_are_presented_one_at_a_time() {
     let requested = daemon.event_types(&task);
     assert_eq!(count(&requested, "approval.requested"), 1, "{requested:?}");
 
-    respond(&daemon, &task, &first_id, "approve_once").unwrap();
+    daemon.respond(&task, &first_id, "approve_once").unwrap();
     let second = daemon.wait_task(&task, "the second approval", |view| {
         view["pending_request"].is_object() && view["pending_request_id"] != first_id.as_str()
     })["pending_request"]
@@ -661,10 +613,10 @@ fn daemon_two_approvals_are_presented_one_at_a_time() {
     assert_eq!(commands, ["echo first", "echo second"]);
     // The first can no longer be answered.
     assert_eq!(
-        code(respond(&daemon, &task, &first_id, "deny")),
+        code(daemon.respond(&task, &first_id, "deny")),
         "REQUEST_ALREADY_RESOLVED"
     );
-    respond(&daemon, &task, &second_id, "deny").unwrap();
+    daemon.respond(&task, &second_id, "deny").unwrap();
     let view = daemon.wait_status(&task, "succeeded");
     // The fake reports its decisions in its own (first, second) order.
     let expected = if first_command == "echo first" {
@@ -989,7 +941,7 @@ fn daemon_interaction_expiry_interrupts() {
         ],
     );
     assert_eq!(
-        code(respond(&daemon, &task, &request, "approve_once")),
+        code(daemon.respond(&task, &request, "approve_once")),
         "REQUEST_STALE"
     );
     assert_eq!(daemon.task(&task)["status"], "interrupted");
@@ -1146,18 +1098,18 @@ fn daemon_events_page_with_cursors() {
     let daemon = Setup::new().start();
     let task = daemon.submit("fake: approval\nfake: question\nfake: complete end");
     let request = request_id(&daemon.wait_pending(&task));
-    respond(&daemon, &task, &request, "approve_once").unwrap();
+    daemon.respond(&task, &request, "approve_once").unwrap();
     let question = daemon.wait_task(&task, "the question", |view| {
         view["pending_request"]["kind"] == "question"
     })["pending_request"]
         .clone();
-    answer(
-        &daemon,
-        &task,
-        &request_id(&question),
-        json!([{ "question_id": "q1", "selected_option_ids": ["b"] }]),
-    )
-    .unwrap();
+    daemon
+        .answer(
+            &task,
+            &request_id(&question),
+            json!([{ "question_id": "q1", "selected_option_ids": ["b"] }]),
+        )
+        .unwrap();
     daemon.wait_status(&task, "succeeded");
     // Another task's events interleave in the global id sequence.
     let other = daemon

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use serverfs_protocol::bridge::{RuntimeListParams, TaskGetParams, TaskStatus, TaskSubmitParams};
 
-use super::daemon::{RawConn, Setup, error_code};
+use serverfs_testkit::bridge::{RawConn, Setup, WAIT, error_code};
 
 /// `MAX_REQUEST_BYTES`: the longest request line, newline included.
 const MAX_LINE: usize = 1_048_576;
@@ -293,7 +293,7 @@ async fn daemon_typed_client_round_trip() {
         .unwrap();
     assert_eq!(submitted.status, TaskStatus::Queued);
     assert_eq!(submitted.correlation_id.as_deref(), Some("corr-1"));
-    let deadline = tokio::time::Instant::now() + super::daemon::WAIT;
+    let deadline = tokio::time::Instant::now() + WAIT;
     let view = loop {
         let view = client
             .call(TaskGetParams {

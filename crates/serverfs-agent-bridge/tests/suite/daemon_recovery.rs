@@ -12,18 +12,10 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rustix::io::Errno;
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
-use serde_json::{Value, json};
-use serverfs_lease::{LeaseId, list_guards, try_acquire};
-
-use super::daemon::{Daemon, Setup, WAIT};
-use serverfs_testkit::process::{group_members, runs_in_group};
-
-/// How long an orphaned process group may take to disappear: once killed,
-/// its members are zombies until init reaps them, which a lazy init (as in
-/// some containers and VMs) does only every few seconds.
-const GONE_LIMIT: Duration = Duration::from_secs(30);
+use rustix::process::Signal;
+use serde_json::json;
+use serverfs_testkit::bridge::{ChildTree, Daemon, Setup, WAIT, count, guards, mcp_mutation, poll};
+use serverfs_testkit::process::parent_of;
 
 /// How long a graceful shutdown may take (the spec bounds provider
 /// interrupts to 10 s; the service waits at most 15 s for its runners).
@@ -36,40 +28,6 @@ const MARKER_THEN_TREE: &str = "fake: write marker.txt one\nfake: child-tree";
 /// The proxy endpoint the operator configures in the environment tests.
 const PROXY_URL: &str = "http://proxy.test:3128";
 
-/// Polls `check` every 20 ms until it returns `Some`, failing after `limit`.
-pub(super) fn poll<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The writer lease of the default `demo` workdir.
-pub(super) fn demo_lease() -> LeaseId {
-    LeaseId::of_workdir("demo", None).unwrap()
-}
-
-/// What the ServerFS MCP server gets when it tries to mutate `demo` now:
-/// `Ok(())` (the lease was free; released again at once) or the code.
-pub(super) fn mcp_mutation(setup: &Setup) -> Result<(), &'static str> {
-    try_acquire(&setup.lock_dir(), &demo_lease())
-        .map(drop)
-        .map_err(|error| error.code().as_str())
-}
-
-/// `(task_id, provider_pgid)` of every recovery guard in the lock dir.
-pub(super) fn guards(setup: &Setup) -> Vec<(String, Option<i32>)> {
-    list_guards(&setup.lock_dir())
-        .unwrap()
-        .into_iter()
-        .map(|(_, record)| (record.task_id, record.provider_pgid))
-        .collect()
-}
-
 /// Waits until the MCP side may mutate `demo` again and no guard is left.
 fn wait_workdir_free(setup: &Setup, after: &str) {
     poll(
@@ -79,104 +37,6 @@ fn wait_workdir_free(setup: &Setup, after: &str) {
     );
 }
 
-/// The parent pid of `pid`, from `/proc/<pid>/stat`.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|byte| *byte == b')')?;
-    let rest = String::from_utf8(stat[close + 1..].to_vec()).ok()?;
-    rest.split_ascii_whitespace().nth(1)?.parse().ok()
-}
-
-/// The command line of `pid`, arguments joined by spaces; empty for a
-/// zombie or a vanished process.
-fn cmdline(pid: u32) -> String {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .trim_end_matches('\0')
-                .replace('\0', " ")
-        })
-        .unwrap_or_default()
-}
-
-/// The process group of one `fake: child-tree` turn, as its recovery guard
-/// records it. Dropping it SIGKILLs whatever still runs of the tree.
-#[derive(Debug)]
-pub(super) struct ChildTree {
-    pgid: i32,
-}
-
-impl ChildTree {
-    /// Waits until `task_id`'s guard records the tree's group and its three
-    /// processes (the shell and two sleeps) run.
-    pub(super) fn wait_for(setup: &Setup, task_id: &str) -> ChildTree {
-        let pgid = poll(WAIT, "the guard to record the child tree", || {
-            guards(setup)
-                .into_iter()
-                .find(|(task, _)| task == task_id)
-                .and_then(|(_, pgid)| pgid)
-        });
-        assert!(pgid > 1, "recorded process group {pgid}");
-        let tree = ChildTree { pgid };
-        poll(WAIT, "the child tree's three processes", || {
-            (tree.live_members().len() == 3).then_some(())
-        });
-        tree
-    }
-
-    /// The process group id.
-    pub(super) fn pgid(&self) -> i32 {
-        self.pgid
-    }
-
-    /// The group's members that can still run code (zombies excluded).
-    pub(super) fn live_members(&self) -> Vec<u32> {
-        group_members(self.pgid)
-            .into_iter()
-            .filter(|pid| runs_in_group(*pid, self.pgid))
-            .collect()
-    }
-
-    /// Whether the kernel knows no process of the group any more
-    /// (`kill(-pgid, 0)` → `ESRCH`; zombies still count).
-    pub(super) fn is_gone(&self) -> bool {
-        let pid = Pid::from_raw(self.pgid).unwrap();
-        test_kill_process_group(pid) == Err(Errno::SRCH)
-    }
-
-    /// Waits until no member can run code (zombies allowed).
-    pub(super) fn wait_stopped(&self, limit: Duration) {
-        poll(limit, "the child tree to stop", || {
-            self.live_members().is_empty().then_some(())
-        });
-    }
-
-    /// Waits until the group has disappeared, zombies reaped.
-    pub(super) fn wait_gone(&self) {
-        poll(GONE_LIMIT, "the child tree's group to disappear", || {
-            self.is_gone().then_some(())
-        });
-    }
-
-    /// SIGKILLs the group if it still holds the tree's processes (a reused
-    /// group id of an unrelated process is left alone).
-    pub(super) fn kill(&self) {
-        let ours = group_members(self.pgid).iter().any(|pid| {
-            let command = cmdline(*pid);
-            command == "sleep 300" || command.ends_with("sleep 300 & sleep 300 & wait")
-        });
-        if ours && let Some(pid) = Pid::from_raw(self.pgid) {
-            let _ = kill_process_group(pid, Signal::KILL);
-        }
-    }
-}
-
-impl Drop for ChildTree {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Starts the daemon and waits for its first answer. The socket accepts
 /// connections as soon as it is bound, before start-up reconciliation has
 /// run; an answer proves that reconciliation is over.
@@ -184,20 +44,6 @@ fn restart(setup: &Setup) -> Daemon {
     let daemon = setup.start();
     daemon.ok("runtime.list", json!({}));
     daemon
-}
-
-/// The payloads of the task's events of type `event_type`.
-fn payloads(daemon: &Daemon, task_id: &str, event_type: &str) -> Vec<Value> {
-    daemon
-        .events(task_id)
-        .into_iter()
-        .filter(|event| event["event_type"] == event_type)
-        .map(|event| event["payload"].clone())
-        .collect()
-}
-
-fn count(types: &[String], event_type: &str) -> usize {
-    types.iter().filter(|t| t.as_str() == event_type).count()
 }
 
 /// Submits `prompt` with the `review` profile; returns the task id.
@@ -353,7 +199,7 @@ fn a_crashed_task_past_its_deadline_is_reconciled_as_timed_out() {
     let view = restarted.task(&task);
     assert_eq!(view["status"], "interrupted", "{view}");
     assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
-    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    let reconciled = restarted.payloads(&task, "task.reconciled");
     assert_eq!(
         reconciled.first().map(|p| &p["error_code"]),
         Some(&json!("AGENT_TASK_TIMED_OUT")),
@@ -401,7 +247,7 @@ fn assert_interrupted_by_restart(daemon: &Daemon, task: &str) {
     let view = daemon.task(task);
     assert_eq!(view["status"], "interrupted", "{view}");
     assert_eq!(view["error_code"], "BRIDGE_RESTARTED", "{view}");
-    let reconciled = payloads(daemon, task, "task.reconciled");
+    let reconciled = daemon.payloads(task, "task.reconciled");
     assert_eq!(
         reconciled.first().map(|p| &p["error_code"]),
         Some(&json!("BRIDGE_RESTARTED")),
@@ -453,7 +299,7 @@ fn a_crash_leaves_a_guard_that_blocks_until_the_orphaned_tree_is_gone() {
     let view = restarted.wait_status(&next, "succeeded");
     assert_eq!(view["final_response"], "after recovery");
     wait_workdir_free(&setup, "lazy reconciliation");
-    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    let reconciled = restarted.payloads(&task, "task.reconciled");
     assert_eq!(
         reconciled.last().map(|p| &p["provider_active"]),
         Some(&json!(false)),
@@ -482,7 +328,7 @@ fn a_restart_alone_clears_the_guard_once_the_orphaned_tree_is_gone() {
     assert_eq!(guards(&setup), vec![]);
     assert_eq!(mcp_mutation(&setup), Ok(()));
     assert_interrupted_by_restart(&restarted, &task);
-    let reconciled = payloads(&restarted, &task, "task.reconciled");
+    let reconciled = restarted.payloads(&task, "task.reconciled");
     assert_eq!(reconciled.len(), 1, "{reconciled:?}");
     assert_no_marker(&setup);
     assert_single_task(&setup, &task);
@@ -539,7 +385,7 @@ fn sigterm_interrupts_the_running_task_and_stops_its_tree() {
     let view = restarted.task(&task);
     assert_eq!(view["status"], "interrupted", "{view}");
     assert_eq!(view["error_code"], "BRIDGE_SHUTDOWN", "{view}");
-    let interrupted = payloads(&restarted, &task, "task.interrupted");
+    let interrupted = restarted.payloads(&task, "task.interrupted");
     assert_eq!(
         interrupted,
         vec![json!({ "error_code": "BRIDGE_SHUTDOWN" })]

@@ -1,7 +1,7 @@
 //! One module per concern; `daemon` holds the Bridge harness.
 
 mod codex;
-mod daemon;
+mod conformance;
 mod daemon_cli;
 mod daemon_lifecycle;
 mod daemon_protocol;

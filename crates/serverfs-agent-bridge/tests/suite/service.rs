@@ -12,9 +12,11 @@ use serverfs_agent_bridge::rpc::{BridgeService, PeerInfo};
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings, TaskService};
 use serverfs_agent_bridge::store::{StateDir, Store};
 use serverfs_agent_runtime::fake::{FAKE_CAPABILITIES, FakeAdapter};
+use serverfs_agent_runtime::payload::catalog_unsupported;
+use serverfs_agent_runtime::spawn::spawn_provider;
 use serverfs_agent_runtime::{
-    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState,
-    TaskContext, TurnOutcome,
+    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand,
+    ProviderState, TaskContext, TurnOutcome,
 };
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{
@@ -23,7 +25,7 @@ use serverfs_protocol::bridge::{
     TaskEventsParams, TaskGetParams, TaskSubmitParams,
 };
 
-use super::daemon::{Setup, WAIT};
+use serverfs_testkit::bridge::{Setup, WAIT, demo_lease, guards, mcp_mutation};
 
 /// How long finished tasks are kept in these tests.
 const RETENTION: Duration = Duration::from_millis(50);
@@ -188,12 +190,14 @@ async fn service_keeps_finished_tasks_within_retention() {
     store.close().unwrap();
 }
 
-/// An adapter whose turn raises an approval, leaves it unanswered (the
-/// request is still open, its waiter alive) and completes anyway, as a
-/// provider may when it withdraws a request on its own.
-struct CompletesWhileAsking;
+/// A test adapter serving the `fake` runtime name whose turn is `run`;
+/// everything else answers as a runtime that is always there and never
+/// active.
+struct TestAdapter {
+    run: fn(TaskContext, Arc<dyn Host>) -> BoxFuture<'static, TurnOutcome>,
+}
 
-impl Adapter for CompletesWhileAsking {
+impl Adapter for TestAdapter {
     fn name(&self) -> &str {
         "fake"
     }
@@ -212,52 +216,11 @@ impl Adapter for CompletesWhileAsking {
     }
 
     fn models(&self) -> BoxFuture<'_, ModelCatalog> {
-        Box::pin(async {
-            ModelCatalog {
-                runtime: "fake".to_owned(),
-                status: serverfs_protocol::bridge::CatalogStatus::Unsupported,
-                scope: serverfs_protocol::bridge::CatalogScope::None,
-                source: "fake".to_owned(),
-                models: Vec::new(),
-                detail: None,
-                model_advice: None,
-            }
-        })
+        Box::pin(async { catalog_unsupported("fake", "fake") })
     }
 
-    fn run(&self, _ctx: TaskContext, host: Arc<dyn Host>) -> BoxFuture<'_, TurnOutcome> {
-        Box::pin(async move {
-            let asking = Arc::clone(&host);
-            let pending = tokio::spawn(async move {
-                let payload = ApprovalPayload {
-                    category: ApprovalCategory::Command,
-                    title: Some("never answered".to_owned()),
-                    reason: None,
-                    command_display: Some("true".to_owned()),
-                    relative_cwd: None,
-                    additional_permissions: None,
-                    network_approval_context: None,
-                    file_changes: None,
-                    requested_permissions: None,
-                    tool: None,
-                    tool_input: None,
-                    blocked_path: None,
-                    available_decisions: vec![ApprovalDecision::ApproveOnce],
-                    approval_advice: None,
-                    options: None,
-                };
-                let _ = asking.request_approval(payload).await;
-            });
-            // Let the request be stored and presented, then finish without
-            // its answer. The waiter stays alive until after the turn.
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let outcome = TurnOutcome::completed("done without the answer", NativeIds::default());
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                pending.abort();
-            });
-            outcome
-        })
+    fn run(&self, ctx: TaskContext, host: Arc<dyn Host>) -> BoxFuture<'_, TurnOutcome> {
+        (self.run)(ctx, host)
     }
 
     fn send_message<'a>(
@@ -290,6 +253,66 @@ impl Adapter for CompletesWhileAsking {
     }
 }
 
+/// A turn that raises an approval, leaves it unanswered (the request is
+/// still open, its waiter alive) and completes anyway, as a provider may
+/// when it withdraws a request on its own.
+fn completes_while_asking(
+    _ctx: TaskContext,
+    host: Arc<dyn Host>,
+) -> BoxFuture<'static, TurnOutcome> {
+    Box::pin(async move {
+        let asking = Arc::clone(&host);
+        let pending = tokio::spawn(async move {
+            let payload = ApprovalPayload {
+                category: ApprovalCategory::Command,
+                title: Some("never answered".to_owned()),
+                reason: None,
+                command_display: Some("true".to_owned()),
+                relative_cwd: None,
+                additional_permissions: None,
+                network_approval_context: None,
+                file_changes: None,
+                requested_permissions: None,
+                tool: None,
+                tool_input: None,
+                blocked_path: None,
+                available_decisions: vec![ApprovalDecision::ApproveOnce],
+                approval_advice: None,
+                options: None,
+            };
+            let _ = asking.request_approval(payload).await;
+        });
+        // Let the request be stored and presented, then finish without
+        // its answer. The waiter stays alive until after the turn.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let outcome = TurnOutcome::completed("done without the answer", NativeIds::default());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            pending.abort();
+        });
+        outcome
+    })
+}
+
+/// A turn that starts a provider tree, records its group and returns
+/// while its child is dropped a moment later (SIGKILL on drop, not
+/// awaited), as when an adapter's turn is cut short mid-start: the group
+/// is still alive when the turn ends, and dead shortly after.
+fn drops_its_provider(ctx: TaskContext, host: Arc<dyn Host>) -> BoxFuture<'static, TurnOutcome> {
+    Box::pin(async move {
+        let mut command = ProviderCommand::new("/bin/sh", &ctx.cwd);
+        command.args(["-c", "sleep 300 & sleep 300 & wait"]);
+        let child = spawn_provider(&command, Some(host.as_ref()), "the test tree")
+            .await
+            .expect("the test tree starts");
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(child);
+        });
+        TurnOutcome::completed("dropped", NativeIds::default())
+    })
+}
+
 /// A turn that completes while its own request is still presented ends
 /// `succeeded` with its answer; the open request goes stale. (It used to
 /// stay `waiting_for_approval` forever, its result lost.)
@@ -299,7 +322,9 @@ async fn service_a_turn_completing_while_asking_still_succeeds() {
     let (service, _store) = start_with(
         &setup,
         Duration::from_secs(3600),
-        Arc::new(CompletesWhileAsking),
+        Arc::new(TestAdapter {
+            run: completes_while_asking,
+        }),
     )
     .await;
     let task = submit(&service, review("anything", None)).await;
@@ -339,4 +364,46 @@ async fn service_a_turn_completing_while_asking_still_succeeds() {
     )
     .await;
     assert_eq!(late, Err("REQUEST_STALE".to_owned()));
+}
+
+/// A provider the adapter dropped instead of stopping is killed a moment
+/// before the turn ends; its guard must not outlive it. (The guard used to
+/// be judged at once, found the group still dying and stay, blocking every
+/// ServerFS mutation of the workdir until the next reconciliation.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_a_dropped_provider_does_not_keep_the_workdir_blocked() {
+    let setup = Setup::new();
+    // The daemon prepares the lease artifacts at start-up; the library
+    // does not.
+    serverfs_lease::prepare_artifacts(
+        &setup.lock_dir(),
+        serverfs_lease::ArtifactAccess::Private,
+        &[demo_lease()],
+    )
+    .unwrap();
+    let (service, _store) = start_with(
+        &setup,
+        Duration::from_secs(3600),
+        Arc::new(TestAdapter {
+            run: drops_its_provider,
+        }),
+    )
+    .await;
+    let mut params = review("anything", None);
+    params.profile = "workspace-write".into();
+    let task = submit(&service, params).await;
+    wait_status(&service, &task, "succeeded").await;
+    // The lease is released once the runner judged the guard: the first
+    // writer after that gets the workdir, with nothing left to reconcile.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match mcp_mutation(&setup) {
+            Ok(()) => break,
+            Err("WORKDIR_BUSY") if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other => panic!("the workdir stayed blocked: {other:?}"),
+        }
+    }
+    assert_eq!(guards(&setup), Vec::new());
 }

@@ -2,151 +2,32 @@
 //! host callbacks it drives, cancellation (with a real process tree),
 //! deadlines, close, and the runtime's reported values.
 
-use std::collections::VecDeque;
 use std::fs;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serverfs_agent_runtime::fake::{
     Directive, FAKE_RUNTIME, FAKE_VERSION, FakeAdapter, parse_script,
 };
 use serverfs_agent_runtime::{
-    Adapter, AgentError, BoxFuture, Host, NativeIds, ProviderState, TaskContext, TurnOutcome,
-    TurnStatus,
+    Adapter, BridgeErrorCode, NativeIds, ProviderState, ProxyPolicy, TaskContext, TurnOutcome,
+    TurnStatus, is_group_alive,
 };
-use serverfs_agent_runtime::{BridgeErrorCode, ProcessGroupId, ProxyPolicy, is_group_alive};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
     ApprovalPayload, ApprovalResolution, CatalogScope, CatalogStatus, EventPayload,
-    InFlightRecovery, ModelDiscovery, QuestionAnswer, QuestionPayload, QuestionResolution,
-    ReconcileStatus,
+    InFlightRecovery, ModelDiscovery, QuestionAnswer, QuestionResolution, ReconcileStatus,
 };
-use tokio::time::Instant;
-
+use serverfs_testkit::host::{RecordingHost, Unscripted};
 use serverfs_testkit::within;
+use tokio::time::Instant;
 
 use super::support::await_members;
 
-/// A host double: records everything and answers interactions from a
-/// script, in call order.
-#[derive(Default)]
-struct RecordingHost {
-    events: Mutex<Vec<EventPayload>>,
-    approvals: Mutex<Vec<ApprovalPayload>>,
-    questions: Mutex<Vec<QuestionPayload>>,
-    native: Mutex<Vec<NativeIds>>,
-    groups: Mutex<Vec<ProcessGroupId>>,
-    decisions: Mutex<VecDeque<ApprovalDecision>>,
-    /// The option each scripted decision names, in the same order (none
-    /// when shorter).
-    option_ids: Mutex<VecDeque<String>>,
-    answers: Mutex<VecDeque<QuestionResolution>>,
-    in_flight: AtomicUsize,
-    max_in_flight: AtomicUsize,
-}
-
-impl RecordingHost {
-    fn with_decisions(decisions: &[ApprovalDecision]) -> Arc<Self> {
-        let host = Self::default();
-        host.decisions.lock().unwrap().extend(decisions);
-        Arc::new(host)
-    }
-
-    /// Answers with `(decision, option_id)` pairs, in order.
-    fn with_options(choices: &[(ApprovalDecision, &str)]) -> Arc<Self> {
-        let host = Self::default();
-        for (decision, option_id) in choices {
-            host.decisions.lock().unwrap().push_back(*decision);
-            host.option_ids
-                .lock()
-                .unwrap()
-                .push_back((*option_id).to_owned());
-        }
-        Arc::new(host)
-    }
-
-    fn with_answer(answer: QuestionResolution) -> Arc<Self> {
-        let host = Self::default();
-        host.answers.lock().unwrap().push_back(answer);
-        Arc::new(host)
-    }
-
-    fn event_types(&self) -> Vec<&'static str> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .map(EventPayload::event_type)
-            .collect()
-    }
-}
-
-fn unanswered() -> AgentError {
-    AgentError::new(
-        BridgeErrorCode::AgentInteractionTimedOut,
-        "no scripted answer",
-    )
-}
-
-impl Host for RecordingHost {
-    fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.events.lock().unwrap().push(event);
-        Box::pin(async { Ok(()) })
-    }
-
-    fn request_approval(
-        &self,
-        payload: ApprovalPayload,
-    ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
-        Box::pin(async move {
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-            let offered = payload.available_decisions.clone();
-            self.approvals.lock().unwrap().push(payload);
-            // Answers go to requests in arrival order, as the core's queue
-            // presents them.
-            let decision = self.decisions.lock().unwrap().pop_front();
-            let option_id = self.option_ids.lock().unwrap().pop_front();
-            // Let a concurrent request arrive before this one is answered.
-            tokio::task::yield_now().await;
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let decision = decision.ok_or_else(unanswered)?;
-            assert!(
-                offered.contains(&decision),
-                "answered an unoffered decision"
-            );
-            Ok(ApprovalResolution {
-                decision,
-                granted_permission_ids: Vec::new(),
-                option_id,
-            })
-        })
-    }
-
-    fn ask_question(
-        &self,
-        payload: QuestionPayload,
-    ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
-        self.questions.lock().unwrap().push(payload);
-        let answer = self.answers.lock().unwrap().pop_front();
-        Box::pin(async move { answer.ok_or_else(unanswered) })
-    }
-
-    fn abandon_interaction(&self) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn record_native_ids(&self, ids: NativeIds) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.native.lock().unwrap().push(ids);
-        Box::pin(async { Ok(()) })
-    }
-
-    fn record_process_group(&self, group: ProcessGroupId) -> BoxFuture<'_, Result<(), AgentError>> {
-        self.groups.lock().unwrap().push(group);
-        Box::pin(async { Ok(()) })
-    }
+/// A host that fails what its script does not answer.
+fn scripted() -> RecordingHost {
+    RecordingHost::new(Unscripted::Fail)
 }
 
 fn context(task_id: &str, cwd: &Path, profile: AgentProfile, prompt: &str) -> TaskContext {
@@ -193,7 +74,7 @@ fn failed_with(outcome: &TurnOutcome, code: BridgeErrorCode) {
 
 #[tokio::test]
 async fn complete_emits_turn_events_and_native_ids() {
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let outcome = run_prompt("intro line\nfake: complete all done", host.clone()).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert_eq!(outcome.final_text, "all done");
@@ -202,8 +83,8 @@ async fn complete_emits_turn_events_and_native_ids() {
         turn_id: Some("fake-turn-t1".to_owned()),
     };
     assert_eq!(outcome.native, native);
-    assert_eq!(*host.native.lock().unwrap(), vec![native]);
-    let events = host.events.lock().unwrap();
+    assert_eq!(host.native_ids(), vec![native]);
+    let events = host.events();
     assert_eq!(
         events.first(),
         Some(&EventPayload::TurnStarted {
@@ -222,7 +103,7 @@ async fn a_prompt_without_directives_completes_with_its_text_and_continues_sessi
     let adapter = FakeAdapter::new();
     let mut ctx = context("t2", dir.path(), AgentProfile::Review, "  just answer  ");
     ctx.continue_native_session_id = Some("earlier-session".to_owned());
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let outcome = within("turn", adapter.run(ctx, host)).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert_eq!(outcome.final_text, "just answer");
@@ -235,11 +116,11 @@ async fn a_prompt_without_directives_completes_with_its_text_and_continues_sessi
 
 #[tokio::test]
 async fn approved_approval_completes() {
-    let host = RecordingHost::with_decisions(&[ApprovalDecision::ApproveOnce]);
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::ApproveOnce]));
     let outcome = run_prompt("fake: approval make build", host.clone()).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert_eq!(outcome.final_text, "approved: make build");
-    let approvals = host.approvals.lock().unwrap();
+    let approvals = host.approvals();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].category, ApprovalCategory::Command);
     assert_eq!(approvals[0].command_display.as_deref(), Some("make build"));
@@ -249,7 +130,7 @@ async fn approved_approval_completes() {
 
 #[tokio::test]
 async fn denied_approval_completes_saying_denied() {
-    let host = RecordingHost::with_decisions(&[ApprovalDecision::Deny]);
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::Deny]));
     let outcome = run_prompt("fake: approval", host).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert_eq!(outcome.final_text, "denied: echo test");
@@ -257,15 +138,16 @@ async fn denied_approval_completes_saying_denied() {
 
 #[tokio::test]
 async fn cancel_task_decision_cancels_the_turn() {
-    let host = RecordingHost::with_decisions(&[ApprovalDecision::CancelTask]);
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::CancelTask]));
     let outcome = run_prompt("fake: approval rm it", host).await;
     assert_eq!(outcome.status, TurnStatus::Cancelled);
 }
 
 #[tokio::test]
 async fn options_offers_exact_options_and_reports_the_chosen_one() {
-    let host =
-        RecordingHost::with_options(&[(ApprovalDecision::ApproveSession, "opt-allow-always")]);
+    let host = Arc::new(
+        scripted().with_options(&[(ApprovalDecision::ApproveSession, "opt-allow-always")]),
+    );
     let outcome = run_prompt("fake: options", host.clone()).await;
     assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
     assert_eq!(outcome.final_text, "option=opt-allow-always");
@@ -275,7 +157,7 @@ async fn options_offers_exact_options_and_reports_the_chosen_one() {
         kind,
     };
     assert_eq!(
-        *host.approvals.lock().unwrap(),
+        host.approvals(),
         vec![ApprovalPayload {
             category: ApprovalCategory::Other,
             title: Some("Fake exact-option approval".to_owned()),
@@ -307,9 +189,7 @@ async fn options_offers_exact_options_and_reports_the_chosen_one() {
         }]
     );
     assert!(
-        host.events
-            .lock()
-            .unwrap()
+        host.events()
             .contains(&EventPayload::ApprovalObserved(ApprovalResolution {
                 decision: ApprovalDecision::ApproveSession,
                 granted_permission_ids: Vec::new(),
@@ -318,25 +198,26 @@ async fn options_offers_exact_options_and_reports_the_chosen_one() {
     );
 
     // cancel_task needs no option and cancels the turn.
-    let host = RecordingHost::with_decisions(&[ApprovalDecision::CancelTask]);
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::CancelTask]));
     let outcome = run_prompt("fake: options", host).await;
     assert_eq!(outcome.status, TurnStatus::Cancelled, "{outcome:?}");
     // Like an ACP agent, the fake cannot act on a bare decision.
-    let host = RecordingHost::with_decisions(&[ApprovalDecision::ApproveOnce]);
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::ApproveOnce]));
     let outcome = run_prompt("fake: options", host).await;
     failed_with(&outcome, BridgeErrorCode::AgentProviderError);
 }
 
 #[tokio::test]
 async fn two_approvals_are_requested_together_and_both_answered() {
-    let host =
-        RecordingHost::with_decisions(&[ApprovalDecision::ApproveSession, ApprovalDecision::Deny]);
+    let host = Arc::new(
+        scripted().with_decisions(&[ApprovalDecision::ApproveSession, ApprovalDecision::Deny]),
+    );
     let outcome = run_prompt("fake: two-approvals", host.clone()).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert_eq!(outcome.final_text, "approvals=approve_session,deny");
-    assert_eq!(host.approvals.lock().unwrap().len(), 2);
-    assert_eq!(host.max_in_flight.load(Ordering::SeqCst), 2);
-    assert!(host.decisions.lock().unwrap().is_empty());
+    assert_eq!(host.approvals().len(), 2);
+    assert_eq!(host.max_in_flight(), 2);
+    assert_eq!(host.script_left(), 0);
     let observed = host
         .event_types()
         .into_iter()
@@ -347,19 +228,19 @@ async fn two_approvals_are_requested_together_and_both_answered() {
 
 #[tokio::test]
 async fn an_unanswered_approval_fails_with_the_hosts_code() {
-    let outcome = run_prompt("fake: approval", Arc::new(RecordingHost::default())).await;
+    let outcome = run_prompt("fake: approval", Arc::new(scripted())).await;
     failed_with(&outcome, BridgeErrorCode::AgentInteractionTimedOut);
 }
 
 #[tokio::test]
 async fn question_answer_appears_in_the_final_text() {
-    let host = RecordingHost::with_answer(QuestionResolution {
+    let host = Arc::new(scripted().with_answers(vec![QuestionResolution {
         answers: vec![QuestionAnswer {
             question_id: "q1".to_owned(),
             selected_option_ids: vec!["b".to_owned()],
             text: Some("rather blue".to_owned()),
         }],
-    });
+    }]));
     let outcome = run_prompt("fake: question Which colour?", host.clone()).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     assert!(outcome.final_text.starts_with("answers="), "{outcome:?}");
@@ -369,7 +250,7 @@ async fn question_answer_appears_in_the_final_text() {
             .final_text
             .contains(r#""selected_option_ids":["b"]"#)
     );
-    let questions = host.questions.lock().unwrap();
+    let questions = host.questions();
     let question = &questions[0].questions[0];
     assert_eq!(question.question_id, "q1");
     assert_eq!(question.prompt, "Which colour?");
@@ -381,7 +262,7 @@ async fn question_answer_appears_in_the_final_text() {
 async fn steer_receives_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let adapter = Arc::new(FakeAdapter::new());
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let ctx = context(
         "steer",
         dir.path(),
@@ -404,7 +285,7 @@ async fn steer_receives_the_message() {
 
 #[tokio::test]
 async fn fail_gives_the_code_and_bad_directives_fail_closed() {
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let outcome = run_prompt(
         "fake: fail AGENT_PROVIDER_DISCONNECTED\nfake: complete never",
         host,
@@ -418,13 +299,10 @@ async fn fail_gives_the_code_and_bad_directives_fail_closed() {
         "fake: wait soon",
         "fake: steer now",
     ] {
-        let host = Arc::new(RecordingHost::default());
+        let host = Arc::new(scripted());
         let outcome = run_prompt(prompt, host.clone()).await;
         failed_with(&outcome, BridgeErrorCode::AgentProviderError);
-        assert!(
-            host.events.lock().unwrap().is_empty(),
-            "{prompt}: nothing ran"
-        );
+        assert!(host.events().is_empty(), "{prompt}: nothing ran");
     }
 }
 
@@ -432,7 +310,7 @@ async fn fail_gives_the_code_and_bad_directives_fail_closed() {
 async fn write_creates_the_file_under_workspace_write() {
     let dir = tempfile::tempdir().unwrap();
     let adapter = FakeAdapter::new();
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let ctx = context(
         "w1",
         dir.path(),
@@ -457,21 +335,13 @@ async fn write_is_refused_in_review_and_for_unsafe_names() {
     let adapter = FakeAdapter::new();
 
     let ctx = context("r1", &dir, AgentProfile::Review, "fake: write notes.txt hi");
-    let outcome = within(
-        "review write",
-        adapter.run(ctx, Arc::new(RecordingHost::default())),
-    )
-    .await;
+    let outcome = within("review write", adapter.run(ctx, Arc::new(scripted()))).await;
     failed_with(&outcome, BridgeErrorCode::AgentProfileNotAllowed);
 
     for (task, name) in [("n1", "../x"), ("n2", "a/b"), ("n3", ".env"), ("n4", "..")] {
         let prompt = format!("fake: write {name} secret");
         let ctx = context(task, &dir, AgentProfile::WorkspaceWrite, &prompt);
-        let outcome = within(
-            "unsafe write",
-            adapter.run(ctx, Arc::new(RecordingHost::default())),
-        )
-        .await;
+        let outcome = within("unsafe write", adapter.run(ctx, Arc::new(scripted()))).await;
         failed_with(&outcome, BridgeErrorCode::InvalidWorkdirPath);
     }
     assert_eq!(
@@ -491,11 +361,7 @@ async fn write_is_refused_in_review_and_for_unsafe_names() {
         AgentProfile::WorkspaceWrite,
         "fake: write link pwned",
     );
-    let outcome = within(
-        "symlink write",
-        adapter.run(ctx, Arc::new(RecordingHost::default())),
-    )
-    .await;
+    let outcome = within("symlink write", adapter.run(ctx, Arc::new(scripted()))).await;
     failed_with(&outcome, BridgeErrorCode::AgentProviderError);
     assert_eq!(fs::read_to_string(&target).unwrap(), "untouched");
 }
@@ -504,7 +370,7 @@ async fn write_is_refused_in_review_and_for_unsafe_names() {
 async fn cancel_stops_the_whole_child_tree() {
     let dir = tempfile::tempdir().unwrap();
     let adapter = Arc::new(FakeAdapter::new());
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let ctx = context(
         "tree",
         dir.path(),
@@ -525,7 +391,7 @@ async fn cancel_stops_the_whole_child_tree() {
     await_members(group.as_raw(), 3).await;
     assert!(is_group_alive(group));
     // The host learnt the group before anything could write.
-    assert_eq!(*host.groups.lock().unwrap(), vec![group]);
+    assert_eq!(host.process_groups(), vec![group]);
 
     within("cancel", adapter.cancel("tree")).await;
     let outcome = within("cancelled turn", handle).await.unwrap();
@@ -538,7 +404,7 @@ async fn cancel_stops_the_whole_child_tree() {
 async fn cancel_interrupts_a_wait_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let adapter = Arc::new(FakeAdapter::new());
-    let host = Arc::new(RecordingHost::default());
+    let host = Arc::new(scripted());
     let ctx = context(
         "w",
         dir.path(),
@@ -567,11 +433,7 @@ async fn a_passed_deadline_fails_the_turn() {
         "fake: wait 60000",
     );
     ctx.deadline = Some(Instant::now() + Duration::from_millis(50));
-    let outcome = within(
-        "deadline",
-        adapter.run(ctx, Arc::new(RecordingHost::default())),
-    )
-    .await;
+    let outcome = within("deadline", adapter.run(ctx, Arc::new(scripted()))).await;
     failed_with(&outcome, BridgeErrorCode::AgentTaskTimedOut);
 }
 
@@ -585,12 +447,8 @@ async fn a_task_id_runs_once_at_a_time() {
         AgentProfile::WorkspaceWrite,
         "fake: wait 60000",
     );
-    let handle = start(&adapter, ctx.clone(), Arc::new(RecordingHost::default())).await;
-    let second = within(
-        "second run",
-        adapter.run(ctx, Arc::new(RecordingHost::default())),
-    )
-    .await;
+    let handle = start(&adapter, ctx.clone(), Arc::new(scripted())).await;
+    let second = within("second run", adapter.run(ctx, Arc::new(scripted()))).await;
     failed_with(&second, BridgeErrorCode::AgentProviderError);
     assert!(
         adapter.is_active("dup"),
@@ -611,7 +469,7 @@ async fn close_interrupts_running_turns_and_refuses_new_ones() {
         AgentProfile::WorkspaceWrite,
         "fake: wait 60000",
     );
-    let handle = start(&adapter, ctx, Arc::new(RecordingHost::default())).await;
+    let handle = start(&adapter, ctx, Arc::new(scripted())).await;
     within("close", adapter.close()).await;
     within("close again", adapter.close()).await;
     let outcome = within("closed turn", handle).await.unwrap();
@@ -623,11 +481,7 @@ async fn close_interrupts_running_turns_and_refuses_new_ones() {
         AgentProfile::WorkspaceWrite,
         "fake: complete x",
     );
-    let refused = within(
-        "after close",
-        adapter.run(ctx, Arc::new(RecordingHost::default())),
-    )
-    .await;
+    let refused = within("after close", adapter.run(ctx, Arc::new(scripted()))).await;
     failed_with(&refused, BridgeErrorCode::AgentRuntimeUnavailable);
     assert!(!within("probe", adapter.probe()).await.available);
 }
@@ -732,10 +586,30 @@ async fn env_reports_only_the_runtime_proxy_policy() {
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let host = Arc::new(RecordingHost::default());
+        let host = Arc::new(scripted());
         let ctx = context("env", dir.path(), AgentProfile::Review, "fake: env");
         let outcome = within("env turn", adapter.run(ctx, host)).await;
         assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
         assert_eq!(outcome.final_text, expected);
     }
+}
+
+#[tokio::test]
+async fn withdraw_settles_an_unanswered_approval_itself() {
+    let host = Arc::new(RecordingHost::new(Unscripted::Hold));
+    let outcome = run_prompt("fake: withdraw 50", host.clone()).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.final_text, "withdrawn");
+    assert_eq!(host.approvals().len(), 1);
+    // The provider gave up the request: the host's wait was dropped.
+    let held = host.take_held().expect("the approval was held");
+    assert!(within("the withdrawal", held).await.is_err());
+
+    // Answered in time, the answer counts.
+    let host = Arc::new(scripted().with_decisions(&[ApprovalDecision::Deny]));
+    let outcome = run_prompt("fake: withdraw 60000", host.clone()).await;
+    assert_eq!(outcome.final_text, "answered: deny");
+    assert!(
+        matches!(parse_script("fake: withdraw soon"), Err(error) if error.code == BridgeErrorCode::AgentProviderError)
+    );
 }

@@ -58,6 +58,7 @@
 
 mod cli;
 mod daemon;
+pub mod rig;
 mod session;
 mod state;
 mod stdio;
@@ -96,38 +97,10 @@ pub fn run() -> ExitCode {
     cli::run(std::env::args_os().skip(1).collect())
 }
 
-/// The `mock-codex` binary next to the running test executable, for tests
-/// in other crates (Cargo gives `CARGO_BIN_EXE_mock-codex` to this crate's
-/// own integration tests only).
-///
-/// A test binary runs from `target/<profile>/deps/`; the bin lands in
-/// `target/<profile>/` when this crate's bins are built, which
-/// `cargo build -p serverfs-testkit --bins` does (and so do
-/// `cargo test -p serverfs-testkit` and `cargo test --workspace`).
-///
-/// # Errors
-///
-/// `NotFound`, naming that command, when the binary is not there.
-pub fn binary_path() -> std::io::Result<std::path::PathBuf> {
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .parent()
-        .filter(|dir| dir.ends_with("deps"))
-        .and_then(std::path::Path::parent)
-        .or_else(|| exe.parent())
-        .ok_or_else(|| std::io::Error::other("the test executable has no directory"))?;
-    let path = profile_dir.join("mock-codex");
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!(
-                "{} is missing: run `cargo build -p serverfs-testkit --bins` first",
-                path.display()
-            ),
-        ))
-    }
+/// The `mock-codex` binary, freshly built, for tests in other crates
+/// (see [`crate::binaries`]).
+pub fn binary() -> std::path::PathBuf {
+    crate::binaries::workspace_binary("serverfs-testkit", "mock-codex")
 }
 
 /// One diagnostic line on stderr (stdout may be the protocol).

@@ -221,7 +221,7 @@ async fn a_review_task_takes_no_lease() {
 async fn a_killed_bridge_is_unavailable_and_its_guard_blocks_mutations_until_restart() {
     let env = env().build();
     seed(&env.work());
-    let bridge = env.start_bridge();
+    let mut bridge = env.start_bridge();
     let server = env.start_server().await;
     let task = start_long_task(&server).await;
     bridge.kill();

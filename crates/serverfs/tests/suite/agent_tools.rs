@@ -1397,7 +1397,7 @@ async fn audit_records_carry_ids_and_outcomes_never_prompts_answers_or_responses
 
     // Nothing of what was said, in any line of either process.
     let serverfs_log = lines.join("\n");
-    let bridge_log = bridge.stderr().join("\n");
+    let bridge_log = bridge.stderr();
     for word in [PROMPT_WORD, RESPONSE_WORD, ANSWER_WORD, STEER_WORD] {
         assert!(!serverfs_log.contains(word), "{word} in the serverfs log");
         assert!(!bridge_log.contains(word), "{word} in the Bridge log");

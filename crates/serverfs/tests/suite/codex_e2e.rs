@@ -149,10 +149,7 @@ impl Rig {
             assert!(
                 Instant::now() < deadline,
                 "{what}: {view}\nbridge log:\n{}",
-                self.bridge
-                    .as_ref()
-                    .map(|b| b.stderr().join("\n"))
-                    .unwrap_or_default()
+                self.bridge.as_ref().map(|b| b.stderr()).unwrap_or_default()
             );
         }
     }

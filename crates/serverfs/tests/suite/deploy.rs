@@ -1124,7 +1124,10 @@ fn systemd_unit_passes_systemd_analyze_verify() {
 
 #[test]
 fn bridge_systemd_unit_passes_systemd_analyze_verify() {
-    let bridge = crate::common::bridge::bridge_binary();
+    let bridge = serverfs_testkit::binaries::workspace_binary(
+        "serverfs-agent-bridge",
+        "serverfs-agent-bridge",
+    );
     verify_unit(
         "serverfs-agent-bridge.service",
         "%h/.local/bin/serverfs-agent-bridge serve",

@@ -1,6 +1,10 @@
 //! The real `serverfs-agent-bridge` binary, run as a black box: a
-//! configuration builder, a spawned daemon that is stopped on drop, and two
-//! clients of its socket.
+
+//! configuration builder, a spawned daemon that is stopped on drop, two
+//! clients of its socket, and what a test reads beside it (the writer
+//! lease, recovery guards, a provider process tree). The one Bridge
+//! harness of every crate's tests; the binary comes from
+//! [`crate::binaries`].
 //!
 //! # Shape
 //!
@@ -38,8 +42,11 @@
 //! Everything except [`Daemon::client`] is blocking; from a
 //! `#[tokio::test]` use `flavor = "multi_thread"` if you mix both.
 
-// Shared by several suites; no single suite uses every helper.
-#![allow(dead_code)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test harness: a failed set-up step is the test failing"
+)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,9 +58,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use serde_json::{Value, json};
+use serverfs_lease::{LeaseId, list_guards, try_acquire};
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use tempfile::TempDir;
+
+use crate::process::{cmdline, group_members, runs_in_group};
 
 /// How long polling helpers wait for a condition before failing.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -61,8 +73,12 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// Read timeout of [`RawConn`] and call timeout of the typed client.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// How long the daemon gets to create its socket.
-const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the daemon gets to create its socket, and then to serve.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The log line the daemon writes once it serves (`src/cli/serve.rs` of
+/// the Bridge).
+pub const SERVING: &str = "agent bridge serving";
 
 /// How long the daemon gets to exit after SIGTERM before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,13 +86,20 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// One `[[workdirs]]` entry. `path` is relative to the setup's root.
 #[derive(Debug, Clone)]
 pub struct Workdir {
+    /// The alias.
     pub alias: String,
     /// Relative to [`Setup::root`]; created by [`Setup::workdir`].
     pub path: String,
+    /// `read_only`.
     pub read_only: bool,
     /// `"disabled"`, `"review"` or `"workspace-write"`.
     pub agent_mode: String,
+    /// `agent_runtimes`.
     pub agent_runtimes: Vec<String>,
+    /// Raw TOML lines that replace the `agent_mode` and `agent_runtimes`
+    /// lines when set (a workdir without an agent policy, or one written
+    /// as a test wants it).
+    pub raw_lines: Option<String>,
 }
 
 impl Workdir {
@@ -89,6 +112,17 @@ impl Workdir {
             read_only: false,
             agent_mode: agent_mode.to_owned(),
             agent_runtimes: runtimes.iter().map(|r| (*r).to_owned()).collect(),
+            raw_lines: None,
+        }
+    }
+
+    /// A writable workdir at `<root>/<path>` whose agent policy is
+    /// `lines`, raw TOML (may be empty).
+    pub fn with_lines(alias: &str, path: &str, lines: &str) -> Workdir {
+        Workdir {
+            path: path.to_owned(),
+            raw_lines: Some(lines.to_owned()),
+            ..Workdir::new(alias, "disabled", &[])
         }
     }
 }
@@ -127,6 +161,7 @@ impl Setup {
                 read_only: false,
                 agent_mode: "workspace-write".to_owned(),
                 agent_runtimes: vec!["fake".to_owned()],
+                raw_lines: None,
             }],
             env: BTreeMap::new(),
         }
@@ -205,20 +240,24 @@ impl Setup {
             let _ = writeln!(text, "{key} = {value}");
         }
         for workdir in &self.workdirs {
-            let runtimes: Vec<String> = workdir
-                .agent_runtimes
-                .iter()
-                .map(|r| format!("{r:?}"))
-                .collect();
+            let policy = workdir.raw_lines.clone().unwrap_or_else(|| {
+                let runtimes: Vec<String> = workdir
+                    .agent_runtimes
+                    .iter()
+                    .map(|r| format!("{r:?}"))
+                    .collect();
+                format!(
+                    "agent_mode = {:?}\nagent_runtimes = [{}]",
+                    workdir.agent_mode,
+                    runtimes.join(", ")
+                )
+            });
             let _ = write!(
                 text,
-                "\n[[workdirs]]\nalias = {:?}\npath = {}\nread_only = {}\nagent_mode = {:?}\n\
-                 agent_runtimes = [{}]\n",
+                "\n[[workdirs]]\nalias = {:?}\npath = {}\nread_only = {}\n{policy}\n",
                 workdir.alias,
                 toml_str(&self.root().join(&workdir.path)),
                 workdir.read_only,
-                workdir.agent_mode,
-                runtimes.join(", "),
             );
         }
         text
@@ -236,7 +275,10 @@ impl Setup {
     /// `--config` yourself, see [`Setup::run`]).
     pub fn command(&self, args: &[&str]) -> Command {
         self.write_config();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_serverfs-agent-bridge"));
+        let mut command = Command::new(crate::binaries::workspace_binary(
+            "serverfs-agent-bridge",
+            "serverfs-agent-bridge",
+        ));
         command
             .args(args)
             .env_clear()
@@ -279,7 +321,11 @@ impl Setup {
         let reader = std::thread::spawn(move || {
             let mut lines = BufReader::new(pipe);
             let mut line = String::new();
+            let echo = std::env::var_os("SERVERFS_TEST_SHOW_STDERR").is_some();
             while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if echo {
+                    eprint!("[bridge] {line}");
+                }
                 sink.lock().unwrap().push_str(&line);
                 line.clear();
             }
@@ -299,6 +345,31 @@ impl Setup {
         daemon.wait_ready();
         daemon
     }
+
+    /// [`start`](Self::start), then waits for the log line the daemon
+    /// writes once its lock artifacts, store and start-up reconciliation
+    /// are ready ([`SERVING`]): the socket accepts connections before
+    /// that, and a client's first call would wait.
+    pub fn start_serving(&self) -> Daemon {
+        let mut daemon = self.start();
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !daemon.stderr().contains(SERVING) {
+            if let Some(status) = daemon.try_exit() {
+                daemon.join_reader();
+                panic!(
+                    "the daemon exited before serving ({status}); stderr:\n{}",
+                    daemon.stderr()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not start serving in time; stderr:\n{}",
+                daemon.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        daemon
+    }
 }
 
 fn toml_str(path: &Path) -> String {
@@ -308,7 +379,9 @@ fn toml_str(path: &Path) -> String {
 /// A bridge error as the wire carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WireError {
+    /// The stable code.
     pub code: String,
+    /// The message.
     pub message: String,
 }
 
@@ -594,6 +667,46 @@ impl Daemon {
         }
     }
 
+    /// The payloads of the task's events of type `event_type`, in order.
+    pub fn payloads(&self, task_id: &str, event_type: &str) -> Vec<Value> {
+        self.events(task_id)
+            .into_iter()
+            .filter(|event| event["event_type"] == event_type)
+            .map(|event| event["payload"].clone())
+            .collect()
+    }
+
+    /// `task.approval.respond` with `decision` for `request`.
+    pub fn respond(
+        &self,
+        task_id: &str,
+        request: &str,
+        decision: &str,
+    ) -> Result<Value, WireError> {
+        self.call(
+            "task.approval.respond",
+            json!({ "task_id": task_id, "request_id": request, "decision": decision }),
+        )
+    }
+
+    /// `task.question.answer` with `answers` for `request`.
+    pub fn answer(&self, task_id: &str, request: &str, answers: Value) -> Result<Value, WireError> {
+        self.call(
+            "task.question.answer",
+            json!({ "task_id": task_id, "request_id": request, "answers": answers }),
+        )
+    }
+
+    /// Polls until the task has finished (any terminal status).
+    pub fn wait_terminal(&self, task_id: &str) -> Value {
+        self.wait_task(task_id, "a terminal status", |view| {
+            matches!(
+                view["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled" | "interrupted")
+            )
+        })
+    }
+
     /// `inspect --config <file>`'s stdout (the daemon may be running).
     pub fn inspect(&self) -> String {
         let (status, stdout, stderr) = self.setup.run(&["inspect"]);
@@ -751,4 +864,155 @@ pub fn error_code(response: &Value) -> String {
         .as_str()
         .expect("error.code")
         .to_owned()
+}
+
+/// The `request_id` of a pending request (`view["pending_request"]`).
+pub fn request_id(pending: &Value) -> String {
+    pending["request_id"]
+        .as_str()
+        .expect("request_id")
+        .to_owned()
+}
+
+/// The code of an expected error; panics on success.
+pub fn code<T: std::fmt::Debug>(result: Result<T, WireError>) -> String {
+    match result {
+        Ok(value) => panic!("expected an error, got {value:?}"),
+        Err(error) => error.code,
+    }
+}
+
+/// Panics unless `expected` occur in `types` in this order (others may
+/// come between).
+pub fn assert_in_order(types: &[String], expected: &[&str]) {
+    let mut rest = types.iter();
+    for wanted in expected {
+        assert!(
+            rest.any(|t| t == wanted),
+            "event {wanted} missing or out of order in {types:?}"
+        );
+    }
+}
+
+/// How many of `types` are `wanted`.
+pub fn count(types: &[String], wanted: &str) -> usize {
+    types.iter().filter(|t| *t == wanted).count()
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, failing after `limit`.
+pub fn poll<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The writer lease of the default `demo` workdir.
+pub fn demo_lease() -> LeaseId {
+    LeaseId::of_workdir("demo", None).expect("the demo lease id")
+}
+
+/// What the ServerFS MCP server gets when it tries to mutate `demo` now:
+/// `Ok(())` (the lease was free; released again at once) or the code.
+pub fn mcp_mutation(setup: &Setup) -> Result<(), &'static str> {
+    try_acquire(&setup.lock_dir(), &demo_lease())
+        .map(drop)
+        .map_err(|error| error.code().as_str())
+}
+
+/// `(task_id, provider_pgid)` of every recovery guard in the lock dir.
+pub fn guards(setup: &Setup) -> Vec<(String, Option<i32>)> {
+    list_guards(&setup.lock_dir())
+        .expect("list the recovery guards")
+        .into_iter()
+        .map(|(_, record)| (record.task_id, record.provider_pgid))
+        .collect()
+}
+
+/// How long an orphaned process group may take to disappear: once killed,
+/// its members are zombies until init reaps them, which a lazy init (as in
+/// some containers and VMs) does only every few seconds.
+pub const GONE_LIMIT: Duration = Duration::from_secs(30);
+
+/// The process group of one `fake: child-tree` turn, as its recovery guard
+/// records it. Dropping it SIGKILLs whatever still runs of the tree, so a
+/// test that orphaned it (by SIGKILLing the Bridge) cleans up even when it
+/// fails.
+#[derive(Debug)]
+pub struct ChildTree {
+    pgid: i32,
+}
+
+impl ChildTree {
+    /// Waits until `task_id`'s guard records the tree's group and its three
+    /// processes (the shell and two sleeps) run.
+    pub fn wait_for(setup: &Setup, task_id: &str) -> ChildTree {
+        let pgid = poll(WAIT, "the guard to record the child tree", || {
+            guards(setup)
+                .into_iter()
+                .find(|(task, _)| task == task_id)
+                .and_then(|(_, pgid)| pgid)
+        });
+        assert!(pgid > 1, "recorded process group {pgid}");
+        let tree = ChildTree { pgid };
+        poll(WAIT, "the child tree's three processes", || {
+            (tree.live_members().len() == 3).then_some(())
+        });
+        tree
+    }
+
+    /// The process group id.
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The group's members that can still run code (zombies excluded).
+    pub fn live_members(&self) -> Vec<u32> {
+        group_members(self.pgid)
+            .into_iter()
+            .filter(|pid| runs_in_group(*pid, self.pgid))
+            .collect()
+    }
+
+    /// Whether the kernel knows no process of the group any more
+    /// (`kill(-pgid, 0)` → `ESRCH`; zombies still count).
+    pub fn is_gone(&self) -> bool {
+        Pid::from_raw(self.pgid).is_none_or(|pid| test_kill_process_group(pid) == Err(Errno::SRCH))
+    }
+
+    /// Waits until no member can run code (zombies allowed).
+    pub fn wait_stopped(&self, limit: Duration) {
+        poll(limit, "the child tree to stop", || {
+            self.live_members().is_empty().then_some(())
+        });
+    }
+
+    /// Waits until the group has disappeared, zombies reaped.
+    pub fn wait_gone(&self) {
+        poll(GONE_LIMIT, "the child tree's group to disappear", || {
+            self.is_gone().then_some(())
+        });
+    }
+
+    /// SIGKILLs the group if it still holds the tree's processes (a reused
+    /// group id of an unrelated process is left alone).
+    pub fn kill(&self) {
+        let ours = group_members(self.pgid).iter().any(|pid| {
+            let command = cmdline(*pid);
+            command == "sleep 300" || command.ends_with("sleep 300 & sleep 300 & wait")
+        });
+        if ours && let Some(pid) = Pid::from_raw(self.pgid) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for ChildTree {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
