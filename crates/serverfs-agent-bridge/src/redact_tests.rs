@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use serverfs_testkit::check_table;
+
 use super::*;
 
 const ROOT: &str = "/srv/work";
@@ -19,24 +21,6 @@ fn redactor(roots: &[&str]) -> Redactor {
 
 fn work() -> Redactor {
     redactor(&[ROOT])
-}
-
-/// Checks `(input, expected)` rows against `render`, reporting every
-/// failing row at once, and that rendering the expected output again
-/// changes nothing (idempotence on hand-picked cases).
-fn check_table(name: &str, render: impl Fn(&str) -> String, rows: &[(&str, &str)]) {
-    let mut failures = Vec::new();
-    for (input, expected) in rows {
-        let got = render(input);
-        if got != *expected {
-            failures.push(format!("{input:?}: got {got:?}, want {expected:?}"));
-        }
-        let again = render(expected);
-        if again != *expected {
-            failures.push(format!("{expected:?} is not stable: became {again:?}"));
-        }
-    }
-    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
 }
 
 #[test]

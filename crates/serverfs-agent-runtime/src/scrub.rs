@@ -142,24 +142,9 @@ fn scrub_keys(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serverfs_testkit::check_table;
 
-    /// Each input renders as expected, and the rendering is stable (its own
-    /// output is left as it is).
-    fn check_table(name: &str, render: impl Fn(&str) -> String, rows: &[(&str, &str)]) {
-        let mut failures = Vec::new();
-        for (input, expected) in rows {
-            let got = render(input);
-            if got != *expected {
-                failures.push(format!("{input:?}: got {got:?}, want {expected:?}"));
-            }
-            let again = render(expected);
-            if again != *expected {
-                failures.push(format!("{expected:?} is not stable: became {again:?}"));
-            }
-        }
-        assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
-    }
+    use super::*;
 
     #[test]
     fn credentials_are_scrubbed_from_provider_text() {

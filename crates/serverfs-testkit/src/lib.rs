@@ -19,6 +19,7 @@
 //! - [`binaries`]: the one locator of workspace binaries tests run.
 //! - [`process`]: what `/proc` says about a provider's process group.
 //! - [`within`]: a bound on every await, so a hang fails by name.
+//! - [`check_table`]: table tests of text renderings.
 
 pub mod binaries;
 pub mod bridge;
@@ -27,9 +28,11 @@ pub mod host;
 pub mod mock_codex;
 mod mock_model;
 pub mod process;
+mod table;
 mod workdir;
 
 pub use deadline::{LIMIT, within};
 pub use mock_codex::MockCodexDaemon;
 pub use mock_model::{MockModel, RecordedRequest, Reply, Rule, Script};
+pub use table::check_table;
 pub use workdir::{OUTSIDE_SECRET, TempWorkdir};

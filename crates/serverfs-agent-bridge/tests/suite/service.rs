@@ -12,7 +12,7 @@ use serverfs_agent_bridge::rpc::{BridgeService, PeerInfo};
 use serverfs_agent_bridge::service::{Policies, Runtimes, ServiceSettings, TaskService};
 use serverfs_agent_bridge::store::{StateDir, Store};
 use serverfs_agent_runtime::fake::{FAKE_CAPABILITIES, FakeAdapter};
-use serverfs_agent_runtime::payload::catalog_unsupported;
+use serverfs_agent_runtime::payload::{approval, catalog_unsupported};
 use serverfs_agent_runtime::spawn::spawn_provider;
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand,
@@ -20,9 +20,9 @@ use serverfs_agent_runtime::{
 };
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{
-    ApprovalCategory, ApprovalDecision, ApprovalPayload, BridgeRequest, ModelCatalog,
-    ReconcileStatus, Request, Response, TaskApprovalRespondParams, TaskCancelParams,
-    TaskEventsParams, TaskGetParams, TaskSubmitParams,
+    ApprovalCategory, ApprovalDecision, BridgeRequest, ModelCatalog, ReconcileStatus, Request,
+    Response, TaskApprovalRespondParams, TaskCancelParams, TaskEventsParams, TaskGetParams,
+    TaskSubmitParams,
 };
 
 use serverfs_testkit::bridge::{Setup, WAIT, demo_lease, guards, mcp_mutation};
@@ -263,23 +263,12 @@ fn completes_while_asking(
     Box::pin(async move {
         let asking = Arc::clone(&host);
         let pending = tokio::spawn(async move {
-            let payload = ApprovalPayload {
-                category: ApprovalCategory::Command,
-                title: Some("never answered".to_owned()),
-                reason: None,
-                command_display: Some("true".to_owned()),
-                relative_cwd: None,
-                additional_permissions: None,
-                network_approval_context: None,
-                file_changes: None,
-                requested_permissions: None,
-                tool: None,
-                tool_input: None,
-                blocked_path: None,
-                available_decisions: vec![ApprovalDecision::ApproveOnce],
-                approval_advice: None,
-                options: None,
-            };
+            let mut payload = approval(
+                ApprovalCategory::Command,
+                "never answered",
+                vec![ApprovalDecision::ApproveOnce],
+            );
+            payload.command_display = Some("true".to_owned());
             let _ = asking.request_approval(payload).await;
         });
         // Let the request be stored and presented, then finish without
