@@ -68,8 +68,8 @@ pub enum FsError {
     /// One line exceeds the per-page byte budget.
     #[error("line {line} exceeds {limit} bytes")]
     LineTooLarge {
-        /// 1-based number of the offending line.
-        line: u64,
+        /// Where the offending line is.
+        line: crate::LinePosition,
         /// The byte budget it exceeds.
         limit: u64,
     },

@@ -44,6 +44,13 @@ impl Revision {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A token with the given text, for unit tests of code keyed by
+    /// revisions.
+    #[cfg(test)]
+    pub(crate) fn from_token(token: String) -> Revision {
+        Revision(token)
+    }
 }
 
 impl std::fmt::Display for Revision {

@@ -7,6 +7,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, fstat, openat, statat};
 use rustix::io::Errno;
 
+use crate::line_index::LineIndexes;
 use crate::sys::linux;
 use crate::{FsError, PathPolicy, RelPath, Resolver};
 
@@ -23,6 +24,8 @@ pub struct Workdir {
     root: OwnedFd,
     policy: PathPolicy,
     resolver: Resolver,
+    /// Line indexes of the files read here (see `line_index`).
+    pub(crate) lines: LineIndexes,
 }
 
 /// What kind of object a directory entry is, as shown to clients.
@@ -82,6 +85,7 @@ impl Workdir {
             root,
             policy,
             resolver,
+            lines: LineIndexes::default(),
         })
     }
 

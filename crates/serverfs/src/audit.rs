@@ -43,6 +43,8 @@ pub struct AuditFields {
     pub start_line: Option<u64>,
     /// Last line read.
     pub end_line: Option<u64>,
+    /// Lines after the page read (pages read from the end).
+    pub from_end: Option<u64>,
     /// Object kind reported by `stat_file`.
     pub kind: Option<&'static str>,
     /// Bytes written by a create or upload.
@@ -122,6 +124,7 @@ impl AuditRecord {
             bytes_returned = c.bytes_returned,
             start_line = c.start_line,
             end_line = c.end_line,
+            from_end = c.from_end,
             r#type = c.kind,
             bytes_written = c.bytes_written,
             edit_count = c.edit_count,

@@ -196,9 +196,10 @@ tools! {
         kind: File,
         hints: READ,
         handler: FileService::read_text_file,
-        description: "Read a page of a UTF-8 text file by line (start_line, max_lines), line \
-            endings untouched. When has_more is true, continue with next_cursor (fast, \
-            exact) or next_start_line. Returns the file's revision token.",
+        description: "Read a page of a UTF-8 text file by line (start_line, max_lines), or its \
+            last lines (tail_lines, fast even on huge logs), line endings untouched. When \
+            has_more is true, continue with next_cursor (fast, exact) or next_start_line; \
+            prev_cursor reads the page before. Returns the file's revision token.",
     },
     StatFile => "stat_file" (StatFileParams) -> StatFileResult {
         kind: File,

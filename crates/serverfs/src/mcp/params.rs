@@ -45,16 +45,23 @@ pub struct ReadTextFileParams {
     pub workdir: String,
     /// File to read, relative to the workdir root.
     pub path: String,
-    /// First line to return (1-based). Do not combine with `cursor`.
+    /// First line to return (1-based). Use at most one of `start_line`, `cursor` and
+    /// `tail_lines`.
     #[schemars(range(min = 1), extend("default" = 1))]
     pub start_line: Option<u64>,
-    /// Maximum number of lines to return (capped by the workdir's limit).
+    /// Maximum number of lines to return (capped by the workdir's limit). Not with
+    /// `tail_lines`, which is the page size itself.
     #[schemars(range(min = 1), extend("default" = 200))]
     pub max_lines: Option<u64>,
-    /// `next_cursor` of the previous page: continues exactly where it ended,
-    /// without rescanning the file. Refused as `CURSOR_STALE` once the file
-    /// changes.
+    /// `next_cursor` (the page after) or `prev_cursor` (the page before) of a previous
+    /// page: continues exactly there, without rescanning the file. Refused as
+    /// `CURSOR_STALE` once the file changes.
     pub cursor: Option<String>,
+    /// Return the file's last N lines (capped by the workdir's limit), read backwards from
+    /// its end: as fast for a huge log as for a small file. Page further back with
+    /// `prev_cursor`.
+    #[schemars(range(min = 1))]
+    pub tail_lines: Option<u64>,
 }
 
 /// Arguments of `create_text_file`.

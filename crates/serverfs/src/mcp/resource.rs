@@ -69,6 +69,7 @@ async fn read_text(
         // Capped to the workdir's max_read_lines by the service.
         max_lines: Some(u64::MAX),
         cursor: None,
+        tail_lines: None,
     };
     let page = files.read_text_file(params, audit).await?;
     if page.has_more {

@@ -160,20 +160,29 @@ impl FileService {
         params: ReadTextFileParams,
         audit: &AuditRecord,
     ) -> Result<ReadTextFileResult, ToolError> {
-        let start = match (params.start_line, params.cursor) {
-            (Some(_), Some(_)) => {
+        let (start, page_lines) = match (params.start_line, params.cursor, params.tail_lines) {
+            (None, None, Some(_)) if params.max_lines.is_some() => {
                 return Err(ToolError::invalid_argument(
-                    "pass either start_line or cursor, not both",
+                    "tail_lines is the page size: pass it without max_lines",
                 ));
             }
-            (Some(0), None) => {
+            (Some(0), None, None) => {
                 return Err(ToolError::invalid_argument("start_line must be at least 1"));
             }
-            (Some(line), None) => PageStart::Line(line),
-            (None, Some(cursor)) => PageStart::Cursor(cursor),
-            (None, None) => PageStart::Line(1),
+            (None, None, Some(0)) => {
+                return Err(ToolError::invalid_argument("tail_lines must be at least 1"));
+            }
+            (Some(line), None, None) => (PageStart::Line(line), params.max_lines),
+            (None, Some(cursor), None) => (PageStart::Cursor(cursor), params.max_lines),
+            (None, None, Some(tail)) => (PageStart::Tail, Some(tail)),
+            (None, None, None) => (PageStart::Line(1), params.max_lines),
+            _ => {
+                return Err(ToolError::invalid_argument(
+                    "pass at most one of start_line, cursor and tail_lines",
+                ));
+            }
         };
-        let max_lines = match params.max_lines {
+        let max_lines = match page_lines {
             Some(0) => return Err(ToolError::invalid_argument("max_lines must be at least 1")),
             Some(n) => n,
             None => DEFAULT_MAX_LINES,
@@ -189,8 +198,9 @@ impl FileService {
         .await?;
         audit.set(|a| {
             a.bytes_returned = Some(page.bytes_returned);
-            a.start_line = Some(page.start_line);
-            a.end_line = Some(page.end_line);
+            a.start_line = page.start_line;
+            a.end_line = page.end_line;
+            a.from_end = page.from_end;
             a.has_more = Some(page.has_more);
         });
         Ok(ReadTextFileResult {
@@ -198,11 +208,14 @@ impl FileService {
             path: path.as_string(),
             start_line: page.start_line,
             end_line: page.end_line,
+            lines_returned: page.lines_returned,
+            from_end: page.from_end,
             content: page.content,
             bytes_returned: page.bytes_returned,
             has_more: page.has_more,
             next_start_line: page.next_start_line,
             next_cursor: page.next_cursor,
+            prev_cursor: page.prev_cursor,
             revision: page.revision.as_str().to_owned(),
         })
     }

@@ -1,4 +1,5 @@
-//! Paging a file of two million lines by `start_line` and by `cursor`.
+//! Paging a file of two million lines by `start_line`, by `cursor` and
+//! from its end.
 
 use std::io::Write;
 
@@ -36,6 +37,38 @@ async fn two_million_lines_by_line_and_by_cursor() {
             .extend(extra.as_object().unwrap().clone());
         base
     };
+
+    // The last page, before anything has read the file through: its line
+    // numbers are not known, its place from the end is.
+    let tail_args = json!({"workdir": "w", "path": "big.log", "tail_lines": 3});
+    let tail = server.ok("read_text_file", tail_args.clone()).await;
+    assert_eq!(
+        tail["content"],
+        "line 1999998 of the big log\nline 1999999 of the big log\nline 2000000 of the big log\n"
+    );
+    assert_eq!(
+        (
+            tail["start_line"].clone(),
+            tail["end_line"].clone(),
+            tail["from_end"].clone(),
+            tail["lines_returned"].clone(),
+            tail["has_more"].clone()
+        ),
+        (json!(null), json!(null), json!(0), json!(3), json!(false))
+    );
+    let before = server
+        .ok(
+            "read_text_file",
+            args(json!({"cursor": tail["prev_cursor"], "max_lines": 2})),
+        )
+        .await;
+    assert_eq!(
+        (before["content"].clone(), before["from_end"].clone()),
+        (
+            json!("line 1999996 of the big log\nline 1999997 of the big log\n"),
+            json!(3)
+        )
+    );
 
     let mut by_cursor = Vec::new();
     let mut page = server.ok("read_text_file", args(json!({}))).await;
@@ -76,6 +109,13 @@ async fn two_million_lines_by_line_and_by_cursor() {
         "line 1999999 of the big log\nline 2000000 of the big log\n"
     );
     assert_eq!(deep["has_more"], false);
+
+    // Reading by line to the end counted the file: the tail now has numbers.
+    let tail = server.ok("read_text_file", tail_args).await;
+    assert_eq!(
+        (tail["start_line"].clone(), tail["end_line"].clone()),
+        (json!(LINES - 2), json!(LINES))
+    );
 
     // Modifying the file invalidates an outstanding cursor.
     let first = server

@@ -234,3 +234,59 @@ async fn read_text_file_shape_and_codes() {
         );
     }
 }
+
+#[tokio::test]
+async fn tail_lines_and_paging_backwards() {
+    let t = TempWorkdir::new();
+    let text: String = (1..=10).map(|i| format!("{i}\n")).collect();
+    t.file("ten.txt", &text);
+    let server = Server::with_workdir("w", &t.root()).await;
+    let tail = server
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "ten.txt", "tail_lines": 4}),
+        )
+        .await;
+    assert_eq!(tail["content"], "7\n8\n9\n10\n");
+    // A small file is counted, so its numbers are there.
+    assert_eq!(
+        (
+            tail["start_line"].clone(),
+            tail["end_line"].clone(),
+            tail["lines_returned"].clone(),
+            tail["from_end"].clone(),
+            tail["has_more"].clone(),
+            tail["next_cursor"].clone()
+        ),
+        (
+            json!(7),
+            json!(10),
+            json!(4),
+            json!(0),
+            json!(false),
+            json!(null)
+        )
+    );
+    let mut pages = vec![tail["content"].as_str().unwrap().to_owned()];
+    let mut cursor = tail["prev_cursor"].clone();
+    while let Some(token) = cursor.as_str() {
+        let page = server
+            .ok(
+                "read_text_file",
+                json!({"workdir": "w", "path": "ten.txt", "cursor": token, "max_lines": 4}),
+            )
+            .await;
+        pages.push(page["content"].as_str().unwrap().to_owned());
+        cursor = page["prev_cursor"].clone();
+    }
+    pages.reverse();
+    assert_eq!(pages, ["1\n2\n", "3\n4\n5\n6\n", "7\n8\n9\n10\n"]);
+    // tail_lines is capped like max_lines.
+    let all = server
+        .ok(
+            "read_text_file",
+            json!({"workdir": "w", "path": "ten.txt", "tail_lines": 1_000_000}),
+        )
+        .await;
+    assert_eq!(all["content"], text);
+}

@@ -176,6 +176,26 @@ async fn bad_arguments_are_coded_errors() {
             "read_text_file",
             json!({"workdir": "demo", "path": "a.txt", "bogus": true}),
         ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "tail_lines": 0}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "tail_lines": -5}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "tail_lines": 5, "start_line": 2}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "tail_lines": 5, "cursor": "x"}),
+        ),
+        (
+            "read_text_file",
+            json!({"workdir": "demo", "path": "a.txt", "tail_lines": 5, "max_lines": 5}),
+        ),
         ("list_directory", json!({"workdir": "demo", "limit": 0})),
         ("list_directory", json!({"workdir": "demo", "offset": -3})),
         ("stat_file", json!({"path": "a.txt"})),

@@ -1,0 +1,83 @@
+//! How `read_text` uses the line index: checkpoints are reused, and a
+//! checkpoint that is not at a line start is never trusted.
+
+use rustix::fs::{AtFlags, statat};
+
+use crate::line_index::{Checkpoint, FileKey};
+use crate::{PageLimits, PageStart, PathPolicy, RelPath, Resolver, Revision, Workdir};
+
+const LIMITS: PageLimits = PageLimits {
+    max_lines: 2,
+    max_bytes: 1 << 20,
+};
+
+/// A workdir holding `big.log`: `lines` lines of `line {n:010}\n` (16 bytes).
+fn big_log(lines: u64) -> (tempfile::TempDir, Workdir, RelPath) {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=lines).map(|n| format!("line {n:010}\n")).collect();
+    std::fs::write(dir.path().join("big.log"), text).unwrap();
+    let policy = PathPolicy::new(false, true, &[]).unwrap();
+    let workdir = Workdir::open(dir.path(), policy, Resolver::Auto).unwrap();
+    (dir, workdir, RelPath::parse("big.log").unwrap())
+}
+
+fn identity(workdir: &Workdir) -> (FileKey, Revision) {
+    let stat = statat(workdir.root_fd(), "big.log", AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    (FileKey::of(&stat), Revision::from_stat(&stat))
+}
+
+fn line_at(workdir: &Workdir, path: &RelPath, line: u64) -> String {
+    workdir
+        .read_text(path, &PageStart::Line(line), LIMITS)
+        .unwrap()
+        .content
+}
+
+#[test]
+fn a_second_read_starts_at_a_checkpoint_near_its_line() {
+    let (_dir, workdir, path) = big_log(300_000);
+    let (key, revision) = identity(&workdir);
+    assert_eq!(
+        workdir.lines.nearest(key, &revision, 250_000),
+        Checkpoint::TOP
+    );
+    assert_eq!(
+        line_at(&workdir, &path, 250_000),
+        "line 0000250000\nline 0000250001\n"
+    );
+    // 64 KiB between checkpoints is 4,096 lines of 16 bytes.
+    for line in [250_000u64, 120_001, 7] {
+        let from = workdir.lines.nearest(key, &revision, line);
+        assert!(line - from.line < 4_096, "line {line}: {from:?}");
+        assert_eq!(from.offset, (from.line - 1) * 16, "a line start");
+        assert_eq!(
+            line_at(&workdir, &path, line),
+            format!("line {line:010}\nline {:010}\n", line + 1)
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_off_a_line_start_is_forgotten() {
+    let (_dir, workdir, path) = big_log(100_000);
+    let (key, revision) = identity(&workdir);
+    // What a same-revision rewrite with other line lengths would leave.
+    let bogus = Checkpoint {
+        line: 50_000,
+        offset: 49_999 * 16 + 5,
+    };
+    let size = 100_000 * 16;
+    let mut recorder = workdir.lines.recorder(size, 0).unwrap();
+    recorder.line_start(bogus.line, bogus.offset);
+    workdir
+        .lines
+        .learn(key, &revision, size, Some(recorder), None);
+    assert_eq!(workdir.lines.nearest(key, &revision, 50_001), bogus);
+    assert_eq!(
+        line_at(&workdir, &path, 50_001),
+        "line 0000050001\nline 0000050002\n"
+    );
+    let rebuilt = workdir.lines.nearest(key, &revision, 50_001);
+    assert_ne!(rebuilt, bogus);
+    assert_eq!(rebuilt.offset, (rebuilt.line - 1) * 16);
+}
