@@ -11,8 +11,8 @@ use crate::{EntryKind, FsError, RelPath, Workdir};
 pub struct DirEntryInfo {
     /// The entry's name.
     pub name: String,
-    /// Workdir-relative path of the entry.
-    pub path: RelPath,
+    /// Workdir-relative path of the entry, normalized.
+    pub path: String,
     /// Kind, from a no-follow stat.
     pub kind: EntryKind,
     /// Size in bytes for regular files.
@@ -71,6 +71,12 @@ impl Workdir {
         names.sort_unstable();
         let total = names.len();
         let mut entries = Vec::new();
+        // The parent's path once, not a `RelPath` per entry.
+        let prefix = if path.is_root() {
+            String::new()
+        } else {
+            path.as_string() + "/"
+        };
         for name in names.into_iter().skip(offset).take(limit) {
             let stat = match statat(dir_fd.as_fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(stat) => stat,
@@ -79,7 +85,7 @@ impl Workdir {
             };
             let kind = EntryKind::of(&stat);
             entries.push(DirEntryInfo {
-                path: path.join(&name),
+                path: format!("{prefix}{name}"),
                 name,
                 kind,
                 size: (kind == EntryKind::File).then(|| u64::try_from(stat.st_size).unwrap_or(0)),

@@ -42,7 +42,7 @@ fs_test!(pages_with_offset_and_limit, |t, resolver| {
     let w = open(t, resolver);
     let sub = RelPath::parse("sub").unwrap();
     let page = w.list_directory(&sub, 2, 3).unwrap();
-    let paths: Vec<String> = page.entries.iter().map(|e| e.path.as_string()).collect();
+    let paths: Vec<&str> = page.entries.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(paths, ["sub/f2", "sub/f3", "sub/f4"]);
     assert!(page.has_more);
     let tail = w.list_directory(&sub, 5, 3).unwrap();

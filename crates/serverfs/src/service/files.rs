@@ -112,7 +112,7 @@ impl FileService {
             .into_iter()
             .map(|e| EntryInfo {
                 name: e.name,
-                path: e.path.as_string(),
+                path: e.path,
                 kind: entry_type(e.kind),
                 size: e.size,
                 modified_at: e.modified_at,
