@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Benchmarks ServerFS against ripgrep and the reference MCP filesystem
-# server in one run and prints one table. Installs what it needs: Debian's
-# ripgrep and the reference server from the npm registry (into target/).
-# Extra arguments go to serverfs-bench (e.g. --quick, --runs 7).
+# Benchmarks ServerFS against its anchors in one run and prints one table:
+# ripgrep (search, find), the reference MCP filesystem server (per-call
+# latency, cold start, the pages and memory of a 256 MiB log) and plain
+# HTTP round trips (MCP over HTTP with 1, 8 and 32 clients). Installs what
+# it needs: Debian's ripgrep and the reference server from the npm registry
+# (into target/). Extra arguments go to serverfs-bench (e.g. --quick,
+# --runs 9).
 #
 # `scripts/bench.sh bridge [--quick]` benchmarks the Agent Bridge daemon
 # instead (RPC round trips and submit -> first event over its socket); it

@@ -47,6 +47,7 @@ use tokio::task::JoinSet;
 use crate::BridgeArgs;
 use crate::measure::percentile;
 use crate::report::Row;
+use crate::rss::peak_rss_mib;
 
 /// Every request is bounded, so a wedged Bridge fails the run instead of
 /// hanging it.
@@ -133,6 +134,7 @@ pub async fn run(args: &BridgeArgs) -> Result<Vec<Row>, String> {
             figure: "Bridge peak RSS over the run".to_owned(),
             serverfs: rss,
             peer: None,
+            ratio: None,
             unit: "MiB",
             target: "",
         });
@@ -145,6 +147,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
         figure: "cold start to the first runtime.list answer".to_owned(),
         serverfs: millis(bridge.cold_start),
         peer: None,
+        ratio: None,
         unit: "ms",
         target: "",
     }];
@@ -176,6 +179,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
             figure: format!("task.get p50, {who} (vs runtime.list)"),
             serverfs: percentile(&gets, 0.5),
             peer: Some(baseline.0),
+            ratio: None,
             unit: "ms",
             target: TASK_GET_TARGET,
         });
@@ -183,6 +187,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
             figure: format!("task.get p95, {who} (vs runtime.list)"),
             serverfs: percentile(&gets, 0.95),
             peer: Some(baseline.1),
+            ratio: None,
             unit: "ms",
             target: "",
         });
@@ -191,6 +196,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
                 figure: format!("task.get throughput, {who} (vs runtime.list)"),
                 serverfs: gets.len() as f64 / get_time.as_secs_f64(),
                 peer: Some(lists.len() as f64 / list_time.as_secs_f64()),
+                ratio: None,
                 unit: "calls/s",
                 target: "",
             });
@@ -204,6 +210,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
             figure: format!("submit → first event p50, {who} (vs runtime.list)"),
             serverfs: percentile(&firsts, 0.5),
             peer: Some(baseline.0),
+            ratio: None,
             unit: "ms",
             target: "",
         });
@@ -211,6 +218,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
             figure: format!("submit → first event p95, {who} (vs runtime.list)"),
             serverfs: percentile(&firsts, 0.95),
             peer: Some(baseline.1),
+            ratio: None,
             unit: "ms",
             target: "",
         });
@@ -225,6 +233,7 @@ async fn measure(plan: &Plan, layout: &Layout, bridge: &Bridge) -> Result<Vec<Ro
             ),
             serverfs: percentile(&echoes, 0.5),
             peer: None,
+            ratio: None,
             unit: "ms",
             target: "",
         });
@@ -359,7 +368,7 @@ impl Bridge {
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw)
             .ok_or("the Bridge has already exited")?;
-        self.peak_rss_mib = peak_rss_kib(pid.as_raw_nonzero().get()).map(|kib| kib as f64 / 1024.0);
+        self.peak_rss_mib = peak_rss_mib(pid.as_raw_nonzero().get().unsigned_abs());
         rustix::process::kill_process(pid, rustix::process::Signal::TERM)
             .map_err(|e| format!("signalling the Bridge: {e}"))?;
         let status = tokio::time::timeout(STOP_TIMEOUT, self.child.wait())
@@ -383,19 +392,6 @@ fn tail_of(log: &Path) -> String {
     } else {
         format!("\nBridge log (last lines):\n{tail}")
     }
-}
-
-/// `VmHWM` of a process, in KiB.
-fn peak_rss_kib(pid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// One persistent connection speaking raw JSON lines.

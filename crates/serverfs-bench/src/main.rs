@@ -1,21 +1,32 @@
-//! `serverfs-bench`: ServerFS side by side with `rg` and the reference MCP
-//! filesystem server, measured in one run, printed as one table.
+//! `serverfs-bench`: ServerFS side by side with its anchors, measured in
+//! one run, printed as one table.
 //!
 //! Corpora are generated deterministically (and reused when present):
-//! A — 20,000 files of ~8 KiB in 400 directories, a literal needle in 1%
-//! of them; B — one 256 MiB log of ~3 million lines. Each figure is the
-//! median of `--runs` alternating runs (ServerFS, then the peer, then
-//! ServerFS…), so drift on the machine affects both sides alike.
+//! trees of 5,000, 20,000 and 80,000 files of ~8 KiB in directories of 50
+//! (a literal needle in 1 % of the files), and one 256 MiB log of ~3
+//! million lines (`--quick`: a tenth of the files, a 32 MiB log). The
+//! anchors: `rg` for search and find (`search.rs`); the reference MCP
+//! filesystem server for per-call latency, cold start (`calls.rs`) and
+//! the big log's pages and memory (`bigfile.rs`); `GET /healthz` on the
+//! same connections for MCP over HTTP, and stdio for HTTP's overhead
+//! (`http.rs`). Every figure is measured in interleaved rounds
+//! (`measure.rs`); the table shows medians and the median of the paired
+//! ratios.
 //!
 //! `serverfs-bench bridge` measures the Agent Bridge daemon instead: RPC
 //! round trips and submit → first event over its real socket, against a
 //! `runtime.list` baseline measured in the same run (see `bridge.rs`).
 
+mod bigfile;
 mod bridge;
+mod calls;
 mod corpus;
-mod mcp;
+mod http;
 mod measure;
 mod report;
+mod rss;
+mod search;
+mod stdio;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +36,7 @@ use clap::{Parser, Subcommand};
 /// Command line.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Benchmark ServerFS against rg and the reference MCP filesystem server",
+    about = "Benchmark ServerFS against rg, the reference MCP filesystem server and plain HTTP",
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
@@ -45,13 +56,15 @@ pub struct Args {
     /// allowed directory is appended. Without it those rows are skipped.
     #[arg(long)]
     pub reference: Option<String>,
-    /// Runs per figure (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Rounds per figure, alternating which side goes first (medians are
+    /// reported).
+    #[arg(long, default_value_t = 7)]
     pub runs: usize,
-    /// Calls per latency figure.
+    /// Calls per round of each latency figure (per client over HTTP).
     #[arg(long, default_value_t = 200)]
     pub calls: usize,
-    /// Smaller corpora (2,000 files, 32 MiB log) for a quick look.
+    /// Smaller corpora (500, 2,000 and 8,000 files, a 32 MiB log) for a
+    /// quick look.
     #[arg(long)]
     pub quick: bool,
 }
@@ -90,23 +103,14 @@ pub struct BridgeArgs {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("serverfs-bench: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let measured = match &args.mode {
-        Some(Mode::Bridge(bridge)) => runtime
-            .block_on(bridge::run(bridge))
+        Some(Mode::Bridge(bridge)) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))
+            .and_then(|runtime| runtime.block_on(bridge::run(bridge)))
             .map(|rows| report::table(&rows, "Bridge", "baseline")),
-        None => runtime
-            .block_on(measure::run(&args))
-            .map(|rows| report::table(&rows, "ServerFS", "peer")),
+        None => measure::run(&args).map(|rows| report::table(&rows, "ServerFS", "anchor")),
     };
     match measured {
         Ok(table) => {

@@ -9,14 +9,16 @@ pub struct Row {
     pub serverfs: f64,
     /// The peer's (or baseline's) value, when measured.
     pub peer: Option<f64>,
+    /// The median of the ratios of rounds measured in pairs (ServerFS then
+    /// peer, or the other way round); `None` shows `serverfs / peer`.
+    pub ratio: Option<f64>,
     /// Unit shown after values.
     pub unit: &'static str,
     /// The target, as text.
     pub target: &'static str,
 }
 
-/// Renders the rows as a Markdown table headed `ours` and `peer` (ratio =
-/// ours / peer).
+/// Renders the rows as a Markdown table headed `ours` and `peer`.
 pub fn table(rows: &[Row], ours: &str, peer: &str) -> String {
     let mut out =
         format!("| figure | {ours} | {peer} | ratio | target |\n|---|---:|---:|---:|---|\n");
@@ -25,9 +27,9 @@ pub fn table(rows: &[Row], ours: &str, peer: &str) -> String {
             .peer
             .map_or_else(|| "-".to_owned(), |p| format!("{} {}", number(p), row.unit));
         let ratio = row
-            .peer
-            .filter(|p| *p > 0.0)
-            .map_or_else(|| "-".to_owned(), |p| format!("{:.2}", row.serverfs / p));
+            .ratio
+            .or_else(|| row.peer.filter(|p| *p > 0.0).map(|p| row.serverfs / p))
+            .map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"));
         out.push_str(&format!(
             "| {} | {} {} | {peer} | {ratio} | {} |\n",
             row.figure,

@@ -12,7 +12,8 @@
 //! Responses are read whole: `Content-Length` and `chunked` bodies are
 //! supported (rmcp answers MCP requests with a chunked `text/event-stream`
 //! that ends after the response message); anything else is an error. Used
-//! by the HTTP tests of `serverfs` and by `serverfs-bench`.
+//! by the HTTP tests of `serverfs` and by `serverfs-bench`, which start
+//! the server with [`Served`] and speak MCP through [`Mcp`].
 //!
 //! ```no_run
 //! # fn main() -> std::io::Result<()> {
@@ -21,6 +22,12 @@
 //! assert_eq!(response.status, 200);
 //! # Ok(()) }
 //! ```
+
+mod mcp;
+mod served;
+
+pub use mcp::Mcp;
+pub use served::Served;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,0 +1,75 @@
+//! A `serverfs serve --http 127.0.0.1:0` child and the address it chose.
+
+use std::io::{self, BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::invalid;
+
+/// How long the server may take to start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running HTTP server, killed on drop.
+pub struct Served {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Served {
+    /// Spawns `command` (a `serve --http 127.0.0.1:0 …` the caller has set
+    /// up) with its stderr piped, and waits for its `http_listening` log
+    /// event. Its stderr keeps being read afterwards: the server writes an
+    /// audit line per call and would block on a full pipe.
+    ///
+    /// # Errors
+    ///
+    /// The spawn error, or `InvalidData` when no address is announced in
+    /// time.
+    pub fn start(mut command: Command) -> io::Result<Served> {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let Some(stderr) = child.stderr.take() else {
+            return Err(invalid("no stderr pipe".to_owned()));
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["event"] == "http_listening"
+                {
+                    let _ = tx.send(event["address"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let mut served = Served {
+            child,
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        let announced = rx
+            .recv_timeout(START_TIMEOUT)
+            .map_err(|_| invalid("the server did not announce its address".to_owned()))?;
+        served.address = announced
+            .parse()
+            .map_err(|_| invalid(format!("bad listening address {announced:?}")))?;
+        Ok(served)
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
