@@ -82,12 +82,22 @@ struct Collect<'p> {
 }
 
 impl FileVisitor for Collect<'_> {
-    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError> {
-        if self.pattern.is_match(&file.path) {
+    type Local = ();
+
+    fn local(&self) {}
+
+    fn visit(&self, _: &mut (), file: FileVisit<'_>) -> Result<bool, FsError> {
+        // A name pattern needs no path: only hits get one.
+        let hit = if self.pattern.whole_path {
+            self.pattern.is_match(&file.path())
+        } else {
+            self.pattern.matcher.is_match(file.name)
+        };
+        if hit {
             self.found
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(file.path);
+                .push(file.path());
         }
         Ok(true)
     }

@@ -125,14 +125,17 @@ impl GlobFilter {
         })
     }
 
-    /// `relative` is the file's path relative to the search root.
-    fn admits(&self, relative: &[String]) -> bool {
+    /// `parent` is the file's directory relative to the search root.
+    fn admits(&self, parent: &[String], name: &str) -> bool {
         let hit = if self.whole_path {
-            self.matcher.is_match(relative.join("/"))
+            let mut relative = parent.join("/");
+            if !relative.is_empty() {
+                relative.push('/');
+            }
+            relative.push_str(name);
+            self.matcher.is_match(relative)
         } else {
-            relative
-                .last()
-                .is_some_and(|name| self.matcher.is_match(name))
+            self.matcher.is_match(name)
         };
         hit != self.exclude
     }
@@ -163,17 +166,8 @@ impl Search<'_> {
         self.stop.store(true, Ordering::Relaxed);
     }
 
-    fn searcher(&self) -> Searcher {
-        SearcherBuilder::new()
-            .line_number(true)
-            .before_context(self.query.context_lines)
-            .after_context(self.query.context_lines)
-            .binary_detection(BinaryDetection::quit(0))
-            .build()
-    }
-
-    /// Searches one open regular file.
-    fn file(&self, path: RelPath, file: std::fs::File) {
+    /// Searches one open regular file with the worker's `searcher`.
+    fn file(&self, visit: &FileVisit<'_>, searcher: &mut Searcher, file: std::fs::File) {
         let mut sink = FileSink {
             search: self,
             lines: Vec::new(),
@@ -181,7 +175,6 @@ impl Search<'_> {
             bytes: 0,
             binary: false,
         };
-        let mut searcher = self.searcher();
         if searcher
             .search_file(&self.matcher, &file, &mut sink)
             .is_err()
@@ -194,7 +187,9 @@ impl Search<'_> {
             return;
         }
         self.searched.fetch_add(1, Ordering::Relaxed);
-        self.collect(path, sink.lines);
+        if !sink.lines.is_empty() {
+            self.collect(visit.path(), sink.lines);
+        }
     }
 
     /// Turns one file's emitted lines into matches with their context.
@@ -259,7 +254,20 @@ impl Search<'_> {
 }
 
 impl FileVisitor for Search<'_> {
-    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError> {
+    /// One searcher per worker: building one zeroes its 72 KiB of buffers,
+    /// which, per file, was a fifth of the search's time on 8 KiB files.
+    type Local = Searcher;
+
+    fn local(&self) -> Searcher {
+        SearcherBuilder::new()
+            .line_number(true)
+            .before_context(self.query.context_lines)
+            .after_context(self.query.context_lines)
+            .binary_detection(BinaryDetection::quit(0))
+            .build()
+    }
+
+    fn visit(&self, searcher: &mut Searcher, file: FileVisit<'_>) -> Result<bool, FsError> {
         if self.stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
@@ -268,7 +276,7 @@ impl FileVisitor for Search<'_> {
             return Ok(false);
         }
         if let Some(glob) = &self.glob
-            && !glob.admits(&file.path.components()[self.root_depth..])
+            && !glob.admits(&file.parent.components()[self.root_depth..], file.name)
         {
             return Ok(true);
         }
@@ -290,7 +298,7 @@ impl FileVisitor for Search<'_> {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
-        self.file(file.path, std::fs::File::from(fd));
+        self.file(&file, searcher, std::fs::File::from(fd));
         Ok(!self.stop.load(Ordering::Relaxed))
     }
 }
@@ -426,7 +434,7 @@ impl Workdir {
             Some(StopReason::Visitor) | None => {}
         }
         let mut matches = search.found.into_inner().unwrap_or_else(|e| e.into_inner());
-        matches.sort_by_key(|m| (m.path.as_string(), m.line));
+        matches.sort_by_cached_key(|m| (m.path.as_string(), m.line));
         matches.truncate(limits.limit);
         Ok(SearchResult {
             matches,

@@ -62,17 +62,33 @@ pub(crate) enum StopReason {
 pub(crate) struct FileVisit<'a> {
     /// The open directory holding the file.
     pub dir: BorrowedFd<'a>,
+    /// The directory's workdir-relative path.
+    pub parent: &'a RelPath,
     /// The file's name in `dir`.
     pub name: &'a str,
-    /// Its workdir-relative path.
-    pub path: RelPath,
+}
+
+impl FileVisit<'_> {
+    /// The file's workdir-relative path. Built on demand: most files of a
+    /// search are never reported, and a path per file was a measurable
+    /// share of the walk.
+    pub fn path(&self) -> RelPath {
+        self.parent.join(self.name)
+    }
 }
 
 /// Called from the worker threads for every regular file reached.
 pub(crate) trait FileVisitor: Sync {
+    /// What one worker thread keeps from file to file (a searcher and its
+    /// buffers), made once per thread.
+    type Local;
+
+    /// A worker thread's own state.
+    fn local(&self) -> Self::Local;
+
     /// `Ok(false)` stops the whole walk; an error stops it and is returned
     /// by the walk.
-    fn visit(&self, file: FileVisit<'_>) -> Result<bool, FsError>;
+    fn visit(&self, local: &mut Self::Local, file: FileVisit<'_>) -> Result<bool, FsError>;
 }
 
 /// The outcome of a walk.
@@ -269,8 +285,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl<V: FileVisitor> Shared<'_, V> {
     fn work(&self) {
+        let mut local = self.visitor.local();
         while let Some(job) = self.next_job() {
-            self.directory(job);
+            self.directory(job, &mut local);
             let mut queue = lock(&self.queue);
             queue.active -= 1;
             if queue.jobs.is_empty() && queue.active == 0 {
@@ -310,7 +327,7 @@ impl<V: FileVisitor> Shared<'_, V> {
         self.ready.notify_all();
     }
 
-    fn directory(&self, job: Job) {
+    fn directory(&self, job: Job, local: &mut V::Local) {
         let dir_fd = match self.workdir.open_directory(&job.path) {
             Ok(fd) => fd,
             Err(FsError::ResourceExhausted) => return self.fail(FsError::ResourceExhausted),
@@ -334,6 +351,8 @@ impl<V: FileVisitor> Shared<'_, V> {
             Err(_) => return,
         };
         let mut subdirs = Vec::new();
+        // The directory's path as the ignore rules see it, once.
+        let base = ignore.as_ref().map(|_| virtual_path(&job.path));
         while let Some(entry) = entries.read() {
             if self.stop.load(Ordering::Relaxed) {
                 return;
@@ -372,20 +391,24 @@ impl<V: FileVisitor> Shared<'_, V> {
                 FileType::RegularFile => false,
                 _ => continue, // symlinks never followed; special files never read
             };
-            let path = job.path.join(name);
-            if let Some(chain) = &ignore
-                && chain.is_ignored(&virtual_path(&path), is_dir)
+            if let (Some(chain), Some(base)) = (&ignore, &base)
+                && chain.is_ignored(&base.join(name), is_dir)
             {
                 continue;
             }
             if is_dir {
                 subdirs.push(Job {
-                    path,
+                    path: job.path.join(name),
                     ignore: ignore.clone(),
                     in_git,
                 });
             } else {
-                match self.visitor.visit(FileVisit { dir, name, path }) {
+                let file = FileVisit {
+                    dir,
+                    parent: &job.path,
+                    name,
+                };
+                match self.visitor.visit(local, file) {
                     Ok(true) => {}
                     Ok(false) => return self.halt(StopReason::Visitor),
                     Err(error) => return self.fail(error),
