@@ -13,8 +13,9 @@ use crate::measure::{Paired, SERVERFS_ENV, Setup, path_str, round, timed};
 use crate::report::Row;
 use crate::stdio::StdioServer;
 
-/// Glob for the find rows: 10 of every directory's 50 files.
-const FIND_GLOB: &str = "file3?.txt";
+/// Glob for the find rows: 5 of every directory's 50 files (8,000 at 80,000
+/// files, under the largest result limit of 10,000).
+const FIND_GLOB: &str = "file3[0-4].txt";
 
 /// One kind of query: how to ask ServerFS and how to ask rg.
 struct Query {
