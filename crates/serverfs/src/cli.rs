@@ -158,7 +158,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         // Fail closed at start-up (exit 2) rather than at the first
         // request: an unreadable, malformed or shared token file.
         if let Err(reason) = TokenStore::new(http.token_file.clone()).entries() {
-            return config_error(&reason);
+            return config_error(&reason.to_string());
         }
     }
     let mut quick_start_token = None;
@@ -166,7 +166,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         let store = TokenStore::new(http.token_file.clone());
         match store.revoke(name).and_then(|_| store.create(name)) {
             Ok(token) => quick_start_token = Some((name.clone(), token)),
-            Err(reason) => return config_error(&reason),
+            Err(reason) => return config_error(&reason.to_string()),
         }
     }
     crate::logging::init(config.server.log_level.as_str());
@@ -205,9 +205,9 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         files.spawn_stale_temp_cleanup(cleanup_budget);
         let server = ServerFs::new(files, agent);
         match http {
-            Some(http) => {
-                crate::http::serve(server, http, largest_binary_cap, quick_start_token).await
-            }
+            Some(http) => crate::http::serve(server, http, largest_binary_cap, quick_start_token)
+                .await
+                .map_err(|e| e.to_string()),
             None => serve_stdio(server).await,
         }
     });
@@ -243,14 +243,16 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
     };
     let store = TokenStore::new(path);
     let outcome = match &args.action {
-        TokenAction::Create { name } => store.create(name).map(|token| {
-            println!("{token}");
-            eprintln!(
-                "serverfs: token {name:?} created in {}; it is shown only now",
-                store.path().display()
-            );
-        }),
-        TokenAction::List => store.entries().map(|entries| {
+        TokenAction::Create { name } => {
+            store.create(name).map_err(|e| e.to_string()).map(|token| {
+                println!("{token}");
+                eprintln!(
+                    "serverfs: token {name:?} created in {}; it is shown only now",
+                    store.path().display()
+                );
+            })
+        }
+        TokenAction::List => store.entries().map_err(|e| e.to_string()).map(|entries| {
             for entry in entries {
                 println!(
                     "{}\tcreated {}",
@@ -267,7 +269,7 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
                 Ok(())
             }
             Ok(false) => Err(format!("no token named {name:?}")),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         },
     };
     match outcome {
@@ -292,7 +294,7 @@ fn load(
     };
     let config = Config::load(&source, extra, env).map_err(|e| e.to_string())?;
     let resolver = resolver_from_env(env)?;
-    let registry = WorkdirRegistry::open(&config, resolver)?;
+    let registry = WorkdirRegistry::open(&config, resolver).map_err(|e| e.to_string())?;
     Ok((config, registry))
 }
 

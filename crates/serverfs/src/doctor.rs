@@ -339,7 +339,7 @@ fn check_token_file(report: &mut Report, path: &Path) {
                 meta.permissions().mode() & 0o777
             )
         } else {
-            reason
+            reason.to_string()
         };
         return report.fail(CHECK, detail);
     }

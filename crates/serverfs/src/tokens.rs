@@ -8,6 +8,7 @@
 //! constant time. The server re-reads the file when it changes, so a
 //! revocation takes effect on the next request.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,9 +17,75 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use thiserror::Error;
 
 const TOKEN_PREFIX: &str = "sfs_";
 const FILE_VERSION: u32 = 1;
+
+/// Why a token operation failed. The messages name the token file (an
+/// operator's own path: these errors reach the operator's terminal, never
+/// a client) and never a token or hash.
+#[derive(Debug, Error)]
+pub enum TokenError {
+    /// The file could not be read or inspected.
+    #[error("token file {}: {source}", .path.display())]
+    Read {
+        /// The token file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The file is not JSON of the expected shape.
+    #[error("token file {} is malformed: {source}", .path.display())]
+    Malformed {
+        /// The token file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The file has another format version.
+    #[error("token file {} has version {found}, expected {FILE_VERSION}", .path.display())]
+    Version {
+        /// The token file.
+        path: PathBuf,
+        /// The version it has.
+        found: u32,
+    },
+    /// Something else than a regular file is at the path.
+    #[error("token file {} is not a regular file", .path.display())]
+    NotRegular {
+        /// The token file.
+        path: PathBuf,
+    },
+    /// Group or others may read or write the file.
+    #[error("token file {} has mode {mode:03o}; it must be private (chmod 600)", .path.display())]
+    NotPrivate {
+        /// The token file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The name breaks the naming rule.
+    #[error(
+        "invalid token name {0:?}: use 1-64 letters, digits, '_', '.' or '-', starting with a \
+         letter or digit"
+    )]
+    InvalidName(String),
+    /// A token of that name exists.
+    #[error("a token named {0:?} exists already; revoke it first")]
+    Duplicate(String),
+    /// The kernel gave no random bytes.
+    #[error("cannot get random bytes: {0}")]
+    Random(rustix::io::Errno),
+    /// The file (or its directory) could not be written.
+    #[error("writing {}: {source}", .path.display())]
+    Write {
+        /// What was being written.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
 
 /// One stored token: never the token itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,23 +137,28 @@ impl TokenStore {
     ///
     /// Unreadable or malformed file, or one whose mode lets group or
     /// others read or write it.
-    pub fn entries(&self) -> Result<Vec<TokenEntry>, String> {
+    pub fn entries(&self) -> Result<Vec<TokenEntry>, TokenError> {
+        let read = |source| TokenError::Read {
+            path: self.path.clone(),
+            source,
+        };
         let meta = match std::fs::symlink_metadata(&self.path) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("token file {}: {e}", self.path.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(read(e)),
         };
         check_private(&self.path, &meta)?;
-        let text = std::fs::read_to_string(&self.path)
-            .map_err(|e| format!("token file {}: {e}", self.path.display()))?;
-        let file: TokenFile = serde_json::from_str(&text)
-            .map_err(|e| format!("token file {} is malformed: {e}", self.path.display()))?;
+        let text = std::fs::read_to_string(&self.path).map_err(read)?;
+        let file: TokenFile =
+            serde_json::from_str(&text).map_err(|source| TokenError::Malformed {
+                path: self.path.clone(),
+                source,
+            })?;
         if file.version != FILE_VERSION {
-            return Err(format!(
-                "token file {} has version {}, expected {FILE_VERSION}",
-                self.path.display(),
-                file.version
-            ));
+            return Err(TokenError::Version {
+                path: self.path.clone(),
+                found: file.version,
+            });
         }
         Ok(file.tokens)
     }
@@ -96,13 +168,11 @@ impl TokenStore {
     /// # Errors
     ///
     /// Invalid or duplicate name; file errors.
-    pub fn create(&self, name: &str) -> Result<String, String> {
+    pub fn create(&self, name: &str) -> Result<String, TokenError> {
         validate_name(name)?;
         let mut entries = self.entries()?;
         if entries.iter().any(|e| e.name == name) {
-            return Err(format!(
-                "a token named {name:?} exists already; revoke it first"
-            ));
+            return Err(TokenError::Duplicate(name.to_owned()));
         }
         let mut random = [0u8; 32];
         let mut filled = 0;
@@ -111,7 +181,7 @@ impl TokenStore {
                 &mut random[filled..],
                 rustix::rand::GetRandomFlags::empty(),
             )
-            .map_err(|e| format!("cannot get random bytes: {e}"))?;
+            .map_err(TokenError::Random)?;
         }
         let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random));
         entries.push(TokenEntry {
@@ -128,7 +198,7 @@ impl TokenStore {
     /// # Errors
     ///
     /// File errors.
-    pub fn revoke(&self, name: &str) -> Result<bool, String> {
+    pub fn revoke(&self, name: &str) -> Result<bool, TokenError> {
         let mut entries = self.entries()?;
         let before = entries.len();
         entries.retain(|e| e.name != name);
@@ -146,7 +216,7 @@ impl TokenStore {
     ///
     /// The file became unreadable, malformed or too permissive (fail
     /// closed: no request is authenticated then).
-    pub fn verify(&self, presented: &str) -> Result<Option<String>, String> {
+    pub fn verify(&self, presented: &str) -> Result<Option<String>, TokenError> {
         let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
             use std::os::unix::fs::MetadataExt;
             (m.mtime(), m.mtime_nsec(), m.size())
@@ -170,10 +240,9 @@ impl TokenStore {
         Ok(found)
     }
 
-    fn write(&self, entries: Vec<TokenEntry>) -> Result<(), String> {
+    fn write(&self, entries: Vec<TokenEntry>) -> Result<(), TokenError> {
         use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        let shown = self.path.display();
         let dir = self
             .path
             .parent()
@@ -183,12 +252,21 @@ impl TokenStore {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            .map_err(|source| TokenError::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        let written = |source| TokenError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        // Encoding plain strings and integers cannot fail; were it to, the
+        // file is not written.
         let text = serde_json::to_string_pretty(&TokenFile {
             version: FILE_VERSION,
             tokens: entries,
         })
-        .map_err(|e| format!("encoding the token file: {e}"))?;
+        .map_err(|e| written(io::Error::other(e)))?;
         let temp = self
             .path
             .with_extension(format!("tmp-{}", std::process::id()));
@@ -197,15 +275,15 @@ impl TokenStore {
             .create_new(true)
             .mode(0o600)
             .open(&temp)
-            .map_err(|e| format!("writing {shown}: {e}"))?;
-        let written = file
+            .map_err(written)?;
+        let outcome = file
             .write_all(text.as_bytes())
             .and_then(|()| file.write_all(b"\n"))
             .and_then(|()| file.sync_all())
             .and_then(|()| std::fs::rename(&temp, &self.path));
-        if let Err(e) = written {
+        if let Err(e) = outcome {
             let _ = std::fs::remove_file(&temp);
-            return Err(format!("writing {shown}: {e}"));
+            return Err(written(e));
         }
         Ok(())
     }
@@ -213,7 +291,7 @@ impl TokenStore {
 
 /// Token names: 1–64 characters of `[A-Za-z0-9_.-]`, starting with a
 /// letter or digit.
-fn validate_name(name: &str) -> Result<(), String> {
+fn validate_name(name: &str) -> Result<(), TokenError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -223,29 +301,30 @@ fn validate_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "invalid token name {name:?}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
-        ))
+        Err(TokenError::InvalidName(name.to_owned()))
     }
 }
 
 /// The token file must be private: a token hash readable by others is a
 /// target for offline guessing, and one writable by others lets them add
 /// their own token.
-pub fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
+///
+/// # Errors
+///
+/// [`TokenError::NotRegular`] or [`TokenError::NotPrivate`].
+pub fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), TokenError> {
     use std::os::unix::fs::PermissionsExt;
     if !meta.file_type().is_file() {
-        return Err(format!(
-            "token file {} is not a regular file",
-            path.display()
-        ));
+        return Err(TokenError::NotRegular {
+            path: path.to_path_buf(),
+        });
     }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "token file {} has mode {mode:03o}; it must be private (chmod 600)",
-            path.display()
-        ));
+        return Err(TokenError::NotPrivate {
+            path: path.to_path_buf(),
+            mode,
+        });
     }
     Ok(())
 }
@@ -328,7 +407,11 @@ mod tests {
         store.create("ok.name-1_x").unwrap();
         std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = store.entries().unwrap_err();
-        assert!(err.contains("chmod 600"), "{err}");
+        assert!(
+            matches!(err, TokenError::NotPrivate { mode: 0o644, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("chmod 600"), "{err}");
         assert!(store.verify("anything").is_err(), "fail closed");
     }
 }

@@ -47,6 +47,25 @@ const ENVELOPE_BYTES: usize = 64 << 10;
 /// Host names always allowed: the loopback names.
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
+/// Why HTTP serving stopped with a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The configured address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bound socket has no readable address.
+    #[error("cannot read the listening address: {0}")]
+    LocalAddress(std::io::Error),
+    /// The server loop failed.
+    #[error("HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
 /// Serves `server` over HTTP until SIGTERM or SIGINT. `quick_start` is a
 /// `(name, token)` just created by `serve --new-token`, announced once to
 /// the person at the terminal with the real address.
@@ -55,13 +74,14 @@ pub async fn serve(
     http: EffectiveHttp,
     largest_binary_cap: Option<u64>,
     quick_start: Option<(String, String)>,
-) -> Result<(), String> {
+) -> Result<(), HttpError> {
     let listener = tokio::net::TcpListener::bind(http.bind)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", http.bind))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+        .map_err(|source| HttpError::Bind {
+            addr: http.bind,
+            source,
+        })?;
+    let local = listener.local_addr().map_err(HttpError::LocalAddress)?;
     let sessions = CancellationToken::new();
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     hosts.extend(http.allowed_hosts.iter().cloned());
@@ -121,7 +141,7 @@ pub async fn serve(
         axum::serve(listener, app).with_graceful_shutdown(stopping.clone().cancelled_owned());
     let mut serve = std::pin::pin!(serve.into_future());
     tokio::select! {
-        result = &mut serve => return result.map_err(|e| format!("HTTP server failed: {e}")),
+        result = &mut serve => return result.map_err(HttpError::Serve),
         () = stopping.cancelled() => {}
     }
     let grace = Duration::from_millis(http.shutdown_grace_ms);

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use serverfs_config::{Config, WorkdirConfig};
-use serverfs_fs::{PathPolicy, Resolver, Workdir};
+use serverfs_fs::{FsError, PathPolicy, Resolver, Workdir};
+use thiserror::Error;
 
 /// One workdir: its effective configuration and its open root.
 #[derive(Debug)]
@@ -17,6 +18,29 @@ pub struct WorkdirHandle {
     pub mutation_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// Why the configured workdirs could not be opened.
+#[derive(Debug, Error)]
+pub enum RegistryError {
+    /// A deny glob does not compile (validation has checked it; a defence
+    /// against the two crates drifting apart).
+    #[error("workdir {alias:?}: invalid deny glob: {source}")]
+    InvalidDeny {
+        /// The workdir.
+        alias: String,
+        /// Why.
+        source: globset::Error,
+    },
+    /// The root cannot be opened (it changed since validation, or is
+    /// unreadable).
+    #[error("workdir {alias:?}: cannot open its root: {source}")]
+    RootUnavailable {
+        /// The workdir.
+        alias: String,
+        /// Why.
+        source: FsError,
+    },
+}
+
 /// All workdirs, in configuration order.
 #[derive(Debug, Clone)]
 pub struct WorkdirRegistry {
@@ -27,14 +51,25 @@ impl WorkdirRegistry {
     /// Opens every configured root. A root that cannot be opened is a
     /// start-up error naming its alias (configuration validated that it
     /// existed; it may have changed since, or be unreadable).
-    pub fn open(config: &Config, resolver: Resolver) -> Result<WorkdirRegistry, String> {
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError`] naming the workdir.
+    pub fn open(config: &Config, resolver: Resolver) -> Result<WorkdirRegistry, RegistryError> {
         let mut workdirs = Vec::with_capacity(config.workdirs.len());
         for workdir in &config.workdirs {
-            let alias = workdir.alias.as_str();
+            let alias = || workdir.alias.as_str().to_owned();
             let policy = PathPolicy::new(workdir.allow_hidden, workdir.default_deny, &workdir.deny)
-                .map_err(|e| format!("workdir {alias:?}: invalid deny glob: {e}"))?;
-            let fs = Workdir::open(&workdir.root, policy, resolver)
-                .map_err(|e| format!("workdir {alias:?}: cannot open its root: {e}"))?;
+                .map_err(|source| RegistryError::InvalidDeny {
+                    alias: alias(),
+                    source,
+                })?;
+            let fs = Workdir::open(&workdir.root, policy, resolver).map_err(|source| {
+                RegistryError::RootUnavailable {
+                    alias: alias(),
+                    source,
+                }
+            })?;
             workdirs.push(Arc::new(WorkdirHandle {
                 config: workdir.clone(),
                 fs,
