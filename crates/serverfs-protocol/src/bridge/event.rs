@@ -132,21 +132,29 @@ struct EventWire {
     schema_version: u32,
 }
 
-impl TryFrom<EventWire> for BridgeEvent {
-    type Error = String;
+/// Why an event's envelope decoded but the event did not (serde reports
+/// it as the decode error).
+#[derive(Debug, thiserror::Error)]
+enum EventDecodeError {
+    #[error("unsupported event schema_version {0} (expected {EVENT_SCHEMA_VERSION})")]
+    SchemaVersion(u32),
+    #[error("{0}")]
+    Payload(serde_json::Error),
+}
 
-    fn try_from(wire: EventWire) -> Result<BridgeEvent, String> {
+impl TryFrom<EventWire> for BridgeEvent {
+    type Error = EventDecodeError;
+
+    fn try_from(wire: EventWire) -> Result<BridgeEvent, EventDecodeError> {
         if wire.schema_version != EVENT_SCHEMA_VERSION {
-            return Err(format!(
-                "unsupported event schema_version {} (expected {EVENT_SCHEMA_VERSION})",
-                wire.schema_version
-            ));
+            return Err(EventDecodeError::SchemaVersion(wire.schema_version));
         }
         // Stage two: the adjacently tagged pair, decoded by its own type.
         let mut pair = Map::new();
         pair.insert("event_type".to_owned(), Value::String(wire.event_type));
         pair.insert("payload".to_owned(), wire.payload);
-        let event = EventPayload::deserialize(Value::Object(pair)).map_err(|e| e.to_string())?;
+        let event =
+            EventPayload::deserialize(Value::Object(pair)).map_err(EventDecodeError::Payload)?;
         Ok(BridgeEvent {
             event_id: wire.event_id,
             task_id: wire.task_id,
