@@ -1,6 +1,8 @@
 //! Spawning the real binary and talking MCP to it.
 
+pub mod agent;
 pub mod bridge;
+pub mod surface;
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};

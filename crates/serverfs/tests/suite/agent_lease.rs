@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::common::Server;
 use crate::common::bridge::{AgentEnv, AgentEnvBuilder};
 
-use super::agent_tools::{get, is_agent_tool, start_long_task, submit, wait_status};
+use crate::common::agent::{get, is_agent_tool, start_long_task, submit, submit_with, wait_status};
 
 /// The agent tools' Bridge-unavailable answer must come this fast.
 const PROMPT: Duration = Duration::from_secs(5);
@@ -200,7 +200,7 @@ async fn a_review_task_takes_no_lease() {
     seed(&env.work());
     let _bridge = env.start_bridge();
     let server = env.start_server().await;
-    let task = super::agent_tools::submit_with(
+    let task = submit_with(
         &server,
         json!({"profile": "review", "prompt": "fake: wait 60000"}),
     )

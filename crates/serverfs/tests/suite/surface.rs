@@ -1,48 +1,11 @@
 //! The advertised surface: server identity, instructions, the tool list
 //! (pinned as a fixture) and the resource template.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use serverfs_testkit::TempWorkdir;
 
+use crate::common::surface::{BASE_TOOLS, assert_fixture};
 use crate::common::{Server, TIMEOUT};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-/// Compares `tools/list` with a committed fixture (rewritten under
-/// `UPDATE_SCHEMA=1`).
-pub(super) fn assert_fixture(server: &Server, name: &str) {
-    let path = format!("{FIXTURES}/{name}");
-    let actual = serde_json::to_value(server.tools()).unwrap();
-    if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        let text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
-        std::fs::write(&path, text).unwrap();
-    }
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(&path).expect("fixture missing: run with UPDATE_SCHEMA=1"),
-    )
-    .unwrap();
-    pretty_assertions::assert_eq!(
-        actual,
-        expected,
-        "tools/list changed; if intended, refresh with: UPDATE_SCHEMA=1 cargo test -p serverfs --test all surface"
-    );
-}
-
-/// `(name, readOnly, destructive, idempotent)` in listing order; every
-/// tool is closed-world.
-pub(super) const BASE_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
-    ("list_workdirs", true, None, None),
-    ("list_directory", true, None, None),
-    ("find_files", true, None, None),
-    ("search_text", true, None, None),
-    ("read_text_file", true, None, None),
-    ("stat_file", true, None, None),
-    ("create_text_file", false, Some(false), Some(false)),
-    ("edit_text_file", false, Some(true), Some(true)),
-    ("delete_file", false, Some(true), Some(true)),
-    ("create_directory", false, Some(false), Some(true)),
-    ("delete_directory", false, Some(true), Some(true)),
-];
 
 const BINARY_TOOLS: &[(&str, bool, Option<bool>, Option<bool>)] = &[
     ("download_binary_file", true, None, None),
