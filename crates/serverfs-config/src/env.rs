@@ -10,6 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::agent::AgentMode;
+use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
 use crate::error::{ConfigError, SlotProblem, one_line};
 use crate::http::HttpAuth;
@@ -17,8 +18,8 @@ use crate::limits::{self, Limit};
 use crate::model::LogLevel;
 use crate::parse;
 use crate::raw::{
-    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
-    Val,
+    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
+    RawServer, RawWorkdir, Val,
 };
 use crate::validate;
 
@@ -209,6 +210,8 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             RawProxyRuntimes::Named(Val::default_at(Vec::new(), "SERVERFS_AGENT_USE_PROXY"))
         },
         codex: codex_globals(env)?,
+        claude: cli_runtime_globals(env, &cli_runtime::CLAUDE, &CLAUDE_VARIABLES)?,
+        qoder: cli_runtime_globals(env, &cli_runtime::QODER, &QODER_VARIABLES)?,
     };
 
     let http = http_globals(env, paths)?;
@@ -270,8 +273,67 @@ fn codex_globals(env: &Env) -> Result<RawCodex, ConfigError> {
                 "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
                 get("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS"),
             )?,
-            codex::default_request_timeout_seconds(),
+            limits::CODEX_REQUEST_TIMEOUT_MS.default_seconds(),
             "SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS",
+        ),
+        env_passthrough: Val::or_default(
+            parse::strict_list(
+                "SERVERFS_CODEX_ENV_PASSTHROUGH",
+                get("SERVERFS_CODEX_ENV_PASSTHROUGH"),
+            )?,
+            Vec::new(),
+            "SERVERFS_CODEX_ENV_PASSTHROUGH",
+        ),
+    })
+}
+
+/// The variables of one stream-json runtime. Spelled out rather than
+/// formatted from the runtime's name, so every variable name appears in
+/// this file as written (the reference test checks each is documented).
+struct CliRuntimeVariables {
+    bin: &'static str,
+    request_timeout_seconds: &'static str,
+    env_passthrough: &'static str,
+}
+
+const CLAUDE_VARIABLES: CliRuntimeVariables = CliRuntimeVariables {
+    bin: "SERVERFS_CLAUDE_BIN",
+    request_timeout_seconds: "SERVERFS_CLAUDE_REQUEST_TIMEOUT_SECONDS",
+    env_passthrough: "SERVERFS_CLAUDE_ENV_PASSTHROUGH",
+};
+
+const QODER_VARIABLES: CliRuntimeVariables = CliRuntimeVariables {
+    bin: "SERVERFS_QODER_BIN",
+    request_timeout_seconds: "SERVERFS_QODER_REQUEST_TIMEOUT_SECONDS",
+    env_passthrough: "SERVERFS_QODER_ENV_PASSTHROUGH",
+};
+
+/// The `SERVERFS_CLAUDE_*` or `SERVERFS_QODER_*` variables, strict like
+/// the Codex ones. Empty means "not set".
+fn cli_runtime_globals(
+    env: &Env,
+    cli: &StreamJsonCli,
+    names: &CliRuntimeVariables,
+) -> Result<RawCliRuntime, ConfigError> {
+    let get = |name: &str| env.get(name).map(String::as_str);
+    Ok(RawCliRuntime {
+        bin: Val::or_default(
+            non_empty(get(names.bin)).map(str::to_owned),
+            cli.default_bin.to_owned(),
+            names.bin,
+        ),
+        request_timeout_seconds: Val::or_default(
+            parse::strict_float(
+                names.request_timeout_seconds,
+                get(names.request_timeout_seconds),
+            )?,
+            limits::STREAM_JSON_REQUEST_TIMEOUT_MS.default_seconds(),
+            names.request_timeout_seconds,
+        ),
+        env_passthrough: Val::or_default(
+            parse::strict_list(names.env_passthrough, get(names.env_passthrough))?,
+            Vec::new(),
+            names.env_passthrough,
         ),
     })
 }

@@ -5,8 +5,9 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, CodexSettings, CodexTransport, ConfigError, LogLevel,
-    ServerSettings, SlotProblem, WorkdirAlias, WorkdirConfig,
+    AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
+    ConfigError, LogLevel, PassthroughProblem, ServerSettings, SlotProblem, WorkdirAlias,
+    WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -46,6 +47,17 @@ fn defaults_match_upstream() {
                 transport: CodexTransport::Stdio,
                 autostart: false,
                 request_timeout_ms: 10_000,
+                env_passthrough: Vec::new(),
+            },
+            claude: CliRuntimeSettings {
+                bin: "claude".to_owned(),
+                request_timeout_ms: 60_000,
+                env_passthrough: Vec::new(),
+            },
+            qoder: CliRuntimeSettings {
+                bin: "qodercli".to_owned(),
+                request_timeout_ms: 60_000,
+                env_passthrough: Vec::new(),
             },
         }
     );
@@ -97,9 +109,27 @@ fn every_global_is_read() {
             ("SERVERFS_CODEX_TRANSPORT", " Daemon "),
             ("SERVERFS_CODEX_AUTOSTART", "on"),
             ("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", "2.5"),
+            ("SERVERFS_CLAUDE_BIN", " /opt/claude/bin/claude "),
+            ("SERVERFS_CLAUDE_REQUEST_TIMEOUT_SECONDS", " 0.5 "),
+            (
+                "SERVERFS_CLAUDE_ENV_PASSTHROUGH",
+                " ANTHROPIC_API_KEY , ANTHROPIC_BASE_URL",
+            ),
+            ("SERVERFS_QODER_BIN", "qoder"),
+            ("SERVERFS_QODER_REQUEST_TIMEOUT_SECONDS", "600"),
+            (
+                "SERVERFS_QODER_ENV_PASSTHROUGH",
+                "QODER_PERSONAL_ACCESS_TOKEN",
+            ),
+            // A passed-through variable's value is the Bridge's: never read.
+            ("ANTHROPIC_API_KEY", "sk-ant-never-read"),
         ],
     )
     .unwrap();
+    assert!(
+        !format!("{config:?}").contains("sk-ant-never-read"),
+        "{config:?}"
+    );
     assert_eq!(
         config.server,
         ServerSettings {
@@ -138,6 +168,22 @@ fn every_global_is_read() {
                 transport: CodexTransport::Daemon,
                 autostart: true,
                 request_timeout_ms: 2_500,
+                // Codex's own list cannot be combined with the daemon here:
+                // `codex_passthrough_needs_the_stdio_transport`.
+                env_passthrough: Vec::new(),
+            },
+            claude: CliRuntimeSettings {
+                bin: "/opt/claude/bin/claude".to_owned(),
+                request_timeout_ms: 500,
+                env_passthrough: vec![
+                    "ANTHROPIC_API_KEY".to_owned(),
+                    "ANTHROPIC_BASE_URL".to_owned()
+                ],
+            },
+            qoder: CliRuntimeSettings {
+                bin: "qoder".to_owned(),
+                request_timeout_ms: 600_000,
+                env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
             },
         }
     );
@@ -914,6 +960,276 @@ fn empty_codex_variables_mean_the_defaults() {
             ..CodexSettings::default()
         }
     );
+}
+
+#[test]
+fn codex_passthrough_variable_is_read() {
+    let fx = Fixture::new();
+    let codex = |pairs: &[(&str, &str)]| slot1(&fx, pairs).unwrap().agent.codex;
+    assert_eq!(
+        codex(&[(
+            "SERVERFS_CODEX_ENV_PASSTHROUGH",
+            "OPENAI_API_KEY, OPENAI_BASE_URL "
+        )])
+        .env_passthrough,
+        ["OPENAI_API_KEY", "OPENAI_BASE_URL"]
+    );
+    assert_eq!(
+        codex(&[("SERVERFS_CODEX_ENV_PASSTHROUGH", " ")]),
+        CodexSettings::default()
+    );
+    assert_eq!(
+        message(slot1(
+            &fx,
+            &[
+                ("SERVERFS_CODEX_TRANSPORT", "daemon"),
+                ("SERVERFS_CODEX_ENV_PASSTHROUGH", "OPENAI_API_KEY"),
+            ]
+        )),
+        "SERVERFS_CODEX_ENV_PASSTHROUGH: codex_env_passthrough needs SERVERFS_CODEX_TRANSPORT = \
+         \"stdio\": the managed daemon keeps the environment it was started with, so no \
+         variable can be handed to it"
+    );
+}
+
+/// The variables of the two stream-json runtimes, and their defaults.
+const CLI_RUNTIMES: [(&str, &str); 2] = [("CLAUDE", "claude"), ("QODER", "qodercli")];
+
+#[test]
+fn claude_and_qoder_variables_are_read() {
+    let fx = Fixture::new();
+    for (prefix, default_bin) in CLI_RUNTIMES {
+        let var = |field: &str| format!("SERVERFS_{prefix}_{field}");
+        let pick = |config: crate::Config| match prefix {
+            "CLAUDE" => config.agent.claude,
+            _ => config.agent.qoder,
+        };
+        let (bin, timeout, passthrough) = (
+            var("BIN"),
+            var("REQUEST_TIMEOUT_SECONDS"),
+            var("ENV_PASSTHROUGH"),
+        );
+        let set = pick(
+            slot1(
+                &fx,
+                &[
+                    (bin.as_str(), " /usr/local/bin/cli "),
+                    (timeout.as_str(), "+.1"),
+                    (passthrough.as_str(), "B_KEY,A_KEY"),
+                ],
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            set,
+            CliRuntimeSettings {
+                bin: "/usr/local/bin/cli".to_owned(),
+                request_timeout_ms: 100,
+                // As written, not sorted.
+                env_passthrough: vec!["B_KEY".to_owned(), "A_KEY".to_owned()],
+            },
+            "{prefix}"
+        );
+        // Empty means the default, as for every Bridge variable.
+        let empty = pick(
+            slot1(
+                &fx,
+                &[
+                    (bin.as_str(), ""),
+                    (timeout.as_str(), " "),
+                    (passthrough.as_str(), "  "),
+                ],
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            empty,
+            CliRuntimeSettings {
+                bin: default_bin.to_owned(),
+                request_timeout_ms: 60_000,
+                env_passthrough: Vec::new(),
+            },
+            "{prefix}"
+        );
+        assert_eq!(
+            pick(slot1(&fx, &[(timeout.as_str(), "600")]).unwrap()).request_timeout_ms,
+            600_000
+        );
+    }
+}
+
+#[test]
+fn claude_and_qoder_variables_are_strict() {
+    let fx = Fixture::new();
+    for (prefix, _) in CLI_RUNTIMES {
+        let var = |field: &str| format!("SERVERFS_{prefix}_{field}");
+        let cases = [
+            (
+                "BIN",
+                "bin/cli",
+                "an absolute path, or a bare command name looked up on PATH \
+                               (no '/' unless the path is absolute)",
+            ),
+            (
+                "BIN",
+                "./cli",
+                "an absolute path, or a bare command name looked up on PATH \
+                             (no '/' unless the path is absolute)",
+            ),
+            (
+                "BIN",
+                "c\rli",
+                "a command name or path without NUL, CR or LF characters",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "soon",
+                "a positive number of seconds, such as 10 or 2.5",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "0",
+                "a positive number of seconds, such as 10 or 2.5",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "-5",
+                "a positive number of seconds, such as 10 or 2.5",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "6e1",
+                "a positive number of seconds, such as 10 or 2.5",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "60s",
+                "a positive number of seconds, such as 10 or 2.5",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "0.09",
+                "a number of seconds from 0.1 to 600",
+            ),
+            (
+                "REQUEST_TIMEOUT_SECONDS",
+                "600.001",
+                "a number of seconds from 0.1 to 600",
+            ),
+            (
+                "ENV_PASSTHROUGH",
+                "A,,B",
+                "a comma-separated list without empty items",
+            ),
+            (
+                "ENV_PASSTHROUGH",
+                "A_KEY,",
+                "a comma-separated list without empty items",
+            ),
+            (
+                "ENV_PASSTHROUGH",
+                ", A_KEY",
+                "a comma-separated list without empty items",
+            ),
+        ];
+        for (field, value, expected) in cases {
+            let name = var(field);
+            assert_eq!(
+                message(slot1(&fx, &[(name.as_str(), value)])),
+                format!("{name}: expected {expected}, got {value:?}")
+            );
+        }
+    }
+}
+
+#[test]
+fn passthrough_variables_refuse_bad_and_reserved_names() {
+    let fx = Fixture::new();
+    for name in [
+        "SERVERFS_CODEX_ENV_PASSTHROUGH",
+        "SERVERFS_CLAUDE_ENV_PASSTHROUGH",
+        "SERVERFS_QODER_ENV_PASSTHROUGH",
+    ] {
+        for (value, refused, problem) in [
+            (
+                "ANTHROPIC_API_KEY, A-B",
+                "A-B",
+                PassthroughProblem::NotAName,
+            ),
+            ("A=B", "A=B", PassthroughProblem::NotAName),
+            ("OK, 9LIVES", "9LIVES", PassthroughProblem::NotAName),
+            ("https_proxy", "https_proxy", PassthroughProblem::Proxy),
+            ("NO_PROXY", "NO_PROXY", PassthroughProblem::Proxy),
+            (
+                "Serverfs_Config",
+                "Serverfs_Config",
+                PassthroughProblem::ServerfsSetting,
+            ),
+            ("HOME", "HOME", PassthroughProblem::SetByBridge),
+            ("LD_PRELOAD", "LD_PRELOAD", PassthroughProblem::Loader),
+            (
+                "A_KEY, B_KEY, A_KEY",
+                "A_KEY",
+                PassthroughProblem::Duplicate,
+            ),
+        ] {
+            let err = slot1(&fx, &[(name, value)]).unwrap_err();
+            assert_eq!(
+                err,
+                ConfigError::InvalidPassthrough {
+                    key: name.to_owned(),
+                    name: refused.to_owned(),
+                    problem,
+                },
+                "{name}={value}"
+            );
+            assert_eq!(err.key().as_deref(), Some(name));
+        }
+    }
+}
+
+#[test]
+fn toml_mode_ignores_the_runtime_variables() {
+    // As for Codex: with a file, SERVERFS_* variables are not read at all.
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let file = fx.file(
+        "serverfs.toml",
+        "[agent]\nclaude_bin = \"/opt/claude\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n",
+    );
+    let vars = crate::test_support::env(&[
+        ("SERVERFS_CLAUDE_BIN", "/elsewhere/claude"),
+        ("SERVERFS_CLAUDE_ENV_PASSTHROUGH", "HTTPS_PROXY"),
+        ("SERVERFS_QODER_BIN", "bin/qoder"),
+        ("SERVERFS_CODEX_ENV_PASSTHROUGH", "A,,B"),
+    ]);
+    let config = crate::Config::load(&crate::ConfigSource::Toml(file), &[], &vars).unwrap();
+    assert_eq!(config.agent.claude.bin, "/opt/claude");
+    assert_eq!(config.agent.claude.env_passthrough, Vec::<String>::new());
+    assert_eq!(config.agent.qoder, CliRuntimeSettings::qoder_default());
+    assert_eq!(config.agent.codex, CodexSettings::default());
+}
+
+#[test]
+fn workdir_mode_reads_the_runtime_variables() {
+    let fx = Fixture::new();
+    let dir = fx.mkdir("a");
+    let vars = crate::test_support::env(&[
+        ("SERVERFS_CLAUDE_BIN", "claude-canary"),
+        (
+            "SERVERFS_QODER_ENV_PASSTHROUGH",
+            "QODER_PERSONAL_ACCESS_TOKEN",
+        ),
+        ("SERVERFS_CODEX_ENV_PASSTHROUGH", "OPENAI_API_KEY"),
+    ]);
+    let spec = format!("a={}", dir.display());
+    let config = crate::Config::load(&crate::ConfigSource::Cli(vec![spec]), &[], &vars).unwrap();
+    assert_eq!(config.agent.claude.bin, "claude-canary");
+    assert_eq!(
+        config.agent.qoder.env_passthrough,
+        ["QODER_PERSONAL_ACCESS_TOKEN"]
+    );
+    assert_eq!(config.agent.codex.env_passthrough, ["OPENAI_API_KEY"]);
 }
 
 // --- slot states (spec §2.4) ---------------------------------------------

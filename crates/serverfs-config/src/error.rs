@@ -166,6 +166,18 @@ pub enum ConfigError {
         name: String,
     },
 
+    /// A name in an `env_passthrough` list is refused. Only the name is
+    /// quoted: the configuration never holds a value.
+    #[error("{key}: {name:?} {problem}")]
+    InvalidPassthrough {
+        /// Key or variable holding the list.
+        key: String,
+        /// The name as written.
+        name: String,
+        /// Which rule it fails.
+        problem: PassthroughProblem,
+    },
+
     /// A workdir root fails the root rules.
     #[error("{key}: root of workdir {alias:?} ({path:?}) {problem}")]
     InvalidRoot {
@@ -242,6 +254,7 @@ impl ConfigError {
             | ConfigError::InvalidGlob { key, .. }
             | ConfigError::InvalidRuntime { key, .. }
             | ConfigError::DuplicateRuntime { key, .. }
+            | ConfigError::InvalidPassthrough { key, .. }
             | ConfigError::InvalidRoot { key, .. }
             | ConfigError::Conflict { key, .. } => Some(key.clone()),
             ConfigError::UnknownVariable { name, .. } => Some(name.clone()),
@@ -286,6 +299,58 @@ impl fmt::Display for RootProblem {
             ),
             RootProblem::Inaccessible(reason) => write!(f, "cannot be inspected: {reason}"),
         }
+    }
+}
+
+/// Why a name in an `env_passthrough` list is refused.
+///
+/// Every reserved name is one the Bridge decides itself: handing the
+/// Bridge's own value of it to a provider would undo that decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassthroughProblem {
+    /// Not `^[A-Za-z_][A-Za-z0-9_]*$` (empty, or holds `=`, NUL, a space…).
+    NotAName,
+    /// Contains `PROXY`, in any case (`HTTPS_PROXY`, `http_proxy`,
+    /// `NO_PROXY`, `ALL_PROXY`, …): the Bridge alone decides whether a
+    /// provider uses the agent proxy (`proxy_runtimes`).
+    Proxy,
+    /// Starts with `SERVERFS_`, in any case: the operator's settings of
+    /// ServerFS itself, never a provider's business.
+    ServerfsSetting,
+    /// `PATH`, `HOME`, `PWD`, `CODEX_HOME` or `QODER_SDK_AUTH_PAYLOAD_FILE`:
+    /// the Bridge sets it for the provider itself.
+    SetByBridge,
+    /// `LD_PRELOAD` or `LD_LIBRARY_PATH`: it could make the provider load
+    /// and run other code.
+    Loader,
+    /// Listed more than once.
+    Duplicate,
+}
+
+impl fmt::Display for PassthroughProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PassthroughProblem::NotAName => {
+                "is not an environment variable name \
+                 (a letter or '_', then letters, digits or '_')"
+            }
+            PassthroughProblem::Proxy => {
+                "is reserved: proxy variables are set by the Bridge alone \
+                 (a runtime uses the agent proxy only through proxy_runtimes)"
+            }
+            PassthroughProblem::ServerfsSetting => {
+                "is reserved: SERVERFS_* variables are settings of ServerFS itself, \
+                 never handed to a provider"
+            }
+            PassthroughProblem::SetByBridge => {
+                "is reserved: the Bridge sets it for the provider itself"
+            }
+            PassthroughProblem::Loader => {
+                "is reserved: a dynamic-loader variable could make the provider \
+                 run other code"
+            }
+            PassthroughProblem::Duplicate => "is listed more than once",
+        })
     }
 }
 

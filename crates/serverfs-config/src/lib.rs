@@ -60,6 +60,7 @@
 mod agent;
 mod alias;
 mod cli;
+mod cli_runtime;
 mod codex;
 mod env;
 mod error;
@@ -78,8 +79,9 @@ mod test_support;
 
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
+pub use cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 pub use codex::{CodexSettings, CodexTransport};
-pub use error::{ConfigError, RootProblem, SlotProblem};
+pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem};
 pub use http::{EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, WorkdirConfig};
 pub use source::{ConfigSource, select_source};

@@ -33,6 +33,12 @@ impl Limit {
     pub(crate) fn default_i64(self) -> i64 {
         i64::try_from(self.default).unwrap_or(i64::MAX)
     }
+
+    /// A default kept in milliseconds, in the seconds it is configured in
+    /// (exact: every such default is a small whole number of milliseconds).
+    pub(crate) fn default_seconds(self) -> f64 {
+        self.default as f64 / 1000.0
+    }
 }
 
 const fn limit(default: u64, min: u64, max: u64) -> Limit {
@@ -83,12 +89,28 @@ pub(crate) const SECONDS_PER_HOUR: u64 = 3_600;
 /// never a real caller.
 pub(crate) const PEER_ID: Bounds = bounds(0, u32::MAX as u64 - 1);
 
-// The Codex runtime (read by serverfs-agent-bridge, ignored by serverfs).
-// One App Server request (thread start, turn start, an approval answer)
-// normally answers in well under a second; the floor keeps a typo such as
-// 0.001 from failing every request, the ten-minute ceiling only catches
-// typos. Configured in seconds, possibly fractional, kept in milliseconds.
-pub(crate) const CODEX_REQUEST_TIMEOUT_MS: Limit = limit(10_000, 100, 600_000);
+// The native CLI runtimes (read by serverfs-agent-bridge, ignored by
+// serverfs): the timeout of one request to the provider CLI. Configured in
+// seconds, possibly fractional, kept in milliseconds. The floor keeps a typo
+// such as 0.001 from failing every request, the ten-minute ceiling only
+// catches typos; every runtime shares the bounds, so a refusal reads the
+// same whichever runtime's key it names.
+pub(crate) const PROVIDER_REQUEST_TIMEOUT_MS: Bounds = bounds(100, 600_000);
+// One Codex App Server request (thread start, turn start, an approval
+// answer) normally answers in well under a second.
+pub(crate) const CODEX_REQUEST_TIMEOUT_MS: Limit = Limit {
+    default: 10_000,
+    bounds: PROVIDER_REQUEST_TIMEOUT_MS,
+};
+// One stream-json control request to `claude` or `qodercli` (initialize,
+// interrupt, get_models, set_proxy). The Claude Agent SDK waits 60 s for a
+// control response, `initialize` included, which can be slow while the CLI
+// loads a large user configuration (spec-adapters §3.3); Qoder speaks the
+// same protocol and gets the same default.
+pub(crate) const STREAM_JSON_REQUEST_TIMEOUT_MS: Limit = Limit {
+    default: 60_000,
+    bounds: PROVIDER_REQUEST_TIMEOUT_MS,
+};
 
 // HTTP transport. The request timeout bounds one MCP request end to end
 // (the agent tools' long-polls are at most 45 s, so a second is the useful

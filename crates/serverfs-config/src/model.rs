@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 use crate::codex::CodexSettings;
 use crate::env;
 use crate::http::HttpSettings;
@@ -205,8 +206,16 @@ pub struct AgentSettings {
     pub proxy_runtimes: Vec<AgentRuntime>,
     /// How the Bridge runs the `codex` runtime: which executable, which
     /// Codex home, and whether it talks to a per-task `codex app-server`
-    /// child or to the user's managed daemon.
+    /// child or to the user's managed daemon, and which of the Bridge's
+    /// variables it gets.
     pub codex: CodexSettings,
+    /// How the Bridge runs the `claude` runtime (Claude Code): which
+    /// executable, its control-request timeout, and which of the Bridge's
+    /// variables it gets.
+    pub claude: ClaudeSettings,
+    /// How the Bridge runs the `qoder` runtime (`qodercli`), as for
+    /// [`claude`](AgentSettings::claude).
+    pub qoder: QoderSettings,
 }
 
 impl Default for AgentSettings {
@@ -233,6 +242,8 @@ impl Default for AgentSettings {
             peer_gid: None,
             proxy_runtimes: Vec::new(),
             codex: CodexSettings::default(),
+            claude: CliRuntimeSettings::claude_default(),
+            qoder: CliRuntimeSettings::qoder_default(),
         }
     }
 }

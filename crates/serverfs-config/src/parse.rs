@@ -146,6 +146,29 @@ pub(crate) fn list(raw: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// Strict comma-separated list (variable names in the Bridge's
+/// variables): absent, empty or blank means "not set"; items are trimmed,
+/// and an empty item (`A,,B`, a trailing comma) is an error naming `key`
+/// rather than dropped, since it most likely marks a name lost in editing.
+/// The items themselves are checked by validation.
+pub(crate) fn strict_list(
+    key: &str,
+    raw: Option<&str>,
+) -> Result<Option<Vec<String>>, ConfigError> {
+    let Some(text) = raw.filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let items: Vec<String> = text.split(',').map(|item| item.trim().to_owned()).collect();
+    if items.iter().any(String::is_empty) {
+        return Err(ConfigError::InvalidValue {
+            key: key.to_owned(),
+            expected: "a comma-separated list without empty items",
+            got: text.to_owned(),
+        });
+    }
+    Ok(Some(items))
+}
+
 /// `+?[0-9]+`, the integer syntax accepted in variables (no underscores,
 /// no exponent, no radix prefix).
 fn is_integer_syntax(text: &str) -> bool {
@@ -278,6 +301,29 @@ mod tests {
             "0x10", "- 1",
         ] {
             assert!(strict_float("K", Some(bad)).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn strict_list_trims_and_refuses_empty_items() {
+        assert_eq!(
+            strict_list("K", Some(" A, b_2 ,C")),
+            Ok(Some(vec!["A".to_owned(), "b_2".to_owned(), "C".to_owned()]))
+        );
+        assert_eq!(strict_list("K", Some("A")), Ok(Some(vec!["A".to_owned()])));
+        assert_eq!(strict_list("K", Some("")), Ok(None));
+        assert_eq!(strict_list("K", Some("  ")), Ok(None));
+        assert_eq!(strict_list("K", None), Ok(None));
+        for bad in ["A,,B", "A,", ",A", " , ", "A, ,B", ","] {
+            assert_eq!(
+                strict_list("SERVERFS_CLAUDE_ENV_PASSTHROUGH", Some(bad))
+                    .unwrap_err()
+                    .to_string(),
+                format!(
+                    "SERVERFS_CLAUDE_ENV_PASSTHROUGH: expected a comma-separated list \
+                     without empty items, got {bad:?}"
+                ),
+            );
         }
     }
 

@@ -117,6 +117,8 @@ pub(crate) struct RawAgent {
     pub peer_gid: Option<Val<i64>>,
     pub proxy_runtimes: RawProxyRuntimes,
     pub codex: RawCodex,
+    pub claude: RawCliRuntime,
+    pub qoder: RawCliRuntime,
 }
 
 /// The Codex runtime's settings, as written.
@@ -130,6 +132,18 @@ pub(crate) struct RawCodex {
     /// In seconds, as written (possibly fractional); validation checks it
     /// and turns it into milliseconds.
     pub request_timeout_seconds: Val<f64>,
+    /// Variable names, as written; validation checks each.
+    pub env_passthrough: Val<Vec<String>>,
+}
+
+/// One stream-json CLI runtime's settings (`claude`, `qoder`), as written.
+#[derive(Debug, Clone)]
+pub(crate) struct RawCliRuntime {
+    pub bin: Val<String>,
+    /// In seconds, as written (possibly fractional).
+    pub request_timeout_seconds: Val<f64>,
+    /// Variable names, as written; validation checks each.
+    pub env_passthrough: Val<Vec<String>>,
 }
 
 /// Which runtimes the Bridge routes through the agent proxy, as written.

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::agent::AgentRuntime;
+use crate::cli_runtime::{self, CliRuntimeSettings, StreamJsonCli};
 use crate::codex::{CodexSettings, CodexTransport};
 use crate::http::HttpSettings;
 use crate::limits;
@@ -11,13 +12,15 @@ use crate::model::{AgentSettings, Config, WorkdirConfig};
 impl Config {
     /// A human-readable, multi-line report of the effective configuration:
     /// server settings, the Agent Bridge (including the settings only the
-    /// Bridge daemon reads, and the Codex runtime's when some workdir allows
-    /// `codex`), the HTTP transport, then every
+    /// Bridge daemon reads, and those of each native runtime, `codex`,
+    /// `claude` or `qoder`, that some workdir allows), the HTTP transport,
+    /// then every
     /// workdir with its root, access, hidden and deny policy, binary
     /// transfer, limits and agent policy.
     ///
     /// Contains host paths: it is meant for the operator's terminal, never
-    /// for an MCP client.
+    /// for an MCP client. Of the variables passed through to a provider it
+    /// shows the names, which are all the configuration holds.
     pub fn policy_report(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail; the results are ignored.
@@ -62,14 +65,21 @@ impl Config {
             }
         );
         bridge_report(&mut out, a);
-        // The Codex settings matter only where the runtime can run; shown
-        // elsewhere they would suggest Codex is in use when it is not.
-        if self
-            .workdirs
-            .iter()
-            .any(|w| w.agent_runtimes.contains(&AgentRuntime::Codex))
-        {
+        // A runtime's settings matter only where the runtime can run; shown
+        // elsewhere they would suggest it is in use when it is not.
+        let allowed = |runtime: &AgentRuntime| {
+            self.workdirs
+                .iter()
+                .any(|w| w.agent_runtimes.contains(runtime))
+        };
+        if allowed(&AgentRuntime::Codex) {
             codex_report(&mut out, &a.codex);
+        }
+        if allowed(&AgentRuntime::Claude) {
+            cli_runtime_report(&mut out, &cli_runtime::CLAUDE, &a.claude);
+        }
+        if allowed(&AgentRuntime::Qoder) {
+            cli_runtime_report(&mut out, &cli_runtime::QODER, &a.qoder);
         }
 
         http_report(&mut out, &self.http);
@@ -141,11 +151,7 @@ fn bridge_report(out: &mut String, a: &AgentSettings) {
 /// Bridge resolves them from its own environment, not this process's.
 fn codex_report(out: &mut String, c: &CodexSettings) {
     let _ = writeln!(out, "    codex runtime:");
-    if c.bin.starts_with('/') {
-        let _ = writeln!(out, "      bin: {}", c.bin);
-    } else {
-        let _ = writeln!(out, "      bin: {} (looked up on PATH)", c.bin);
-    }
+    bin_line(out, &c.bin);
     let home = match &c.home {
         Some(home) => {
             let _ = writeln!(out, "      home: {}", home.display());
@@ -176,6 +182,39 @@ fn codex_report(out: &mut String, c: &CodexSettings) {
         }
     }
     let _ = writeln!(out, "      request timeout: {} ms", c.request_timeout_ms);
+    passthrough_line(out, &c.env_passthrough);
+}
+
+/// A stream-json runtime's settings (`claude`, `qoder`), beside Codex's.
+fn cli_runtime_report(out: &mut String, cli: &StreamJsonCli, c: &CliRuntimeSettings) {
+    let _ = writeln!(out, "    {} runtime:", cli.name);
+    bin_line(out, &c.bin);
+    let _ = writeln!(out, "      request timeout: {} ms", c.request_timeout_ms);
+    passthrough_line(out, &c.env_passthrough);
+}
+
+fn bin_line(out: &mut String, bin: &str) {
+    if bin.starts_with('/') {
+        let _ = writeln!(out, "      bin: {bin}");
+    } else {
+        let _ = writeln!(out, "      bin: {bin} (looked up on PATH)");
+    }
+}
+
+/// The names of the variables handed to a provider. Names only: the values
+/// are the Bridge's, read from its own environment (ARCHITECTURE.md
+/// invariant 9).
+fn passthrough_line(out: &mut String, names: &[String]) {
+    if names.is_empty() {
+        let _ = writeln!(out, "      env passthrough (0): none");
+    } else {
+        let _ = writeln!(
+            out,
+            "      env passthrough ({}): {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
 }
 
 /// The HTTP transport. Only the token file's path is shown: tokens live in
@@ -368,6 +407,7 @@ agent bridge: enabled
       home: Codex's default ($CODEX_HOME, else ~/.codex)
       transport: stdio (a codex app-server child per task)
       request timeout: 10000 ms
+      env passthrough (0): none
 http:
   bind: stdio only (serve --http ADDR can still listen)
   auth: bearer
@@ -450,6 +490,7 @@ workdirs: 2
       home: /srv/codex
       transport: daemon via /srv/codex/app-server-control/app-server-control.sock, autostart on
       request timeout: 2500 ms
+      env passthrough (0): none
 http:
 ";
         assert!(report.contains(expected), "{report}");
@@ -463,6 +504,95 @@ http:
             "      transport: daemon via <codex home>/app-server-control/app-server-control.sock, \
              autostart off\n"
         ));
+    }
+
+    #[test]
+    fn report_shows_claude_and_qoder_only_where_they_may_run() {
+        let fx = Fixture::new();
+        fx.mkdir("a");
+        let text = |runtimes: &str| {
+            format!(
+                "[agent]\nenabled = true\nsocket = \"/run/b.sock\"\nlock_dir = \"/run/l\"\n\
+                 codex_env_passthrough = [\"OPENAI_API_KEY\"]\n\
+                 claude_bin = \"/opt/claude/bin/claude\"\n\
+                 claude_request_timeout_seconds = 90\n\
+                 claude_env_passthrough = [\"ANTHROPIC_API_KEY\", \"ANTHROPIC_BASE_URL\"]\n\
+                 qoder_request_timeout_seconds = 0.25\n\
+                 [[workdirs]]\nalias = \"a\"\npath = \"a\"\nread_only = false\n\
+                 agent_mode = \"workspace-write\"\nagent_runtimes = {runtimes}\n"
+            )
+        };
+        let all = fx
+            .toml(&text("[\"qoder\", \"claude\", \"codex\"]"))
+            .unwrap()
+            .policy_report();
+        let expected = "\
+    proxy runtimes (0): none
+    codex runtime:
+      bin: codex (looked up on PATH)
+      home: Codex's default ($CODEX_HOME, else ~/.codex)
+      transport: stdio (a codex app-server child per task)
+      request timeout: 10000 ms
+      env passthrough (1): OPENAI_API_KEY
+    claude runtime:
+      bin: /opt/claude/bin/claude
+      request timeout: 90000 ms
+      env passthrough (2): ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+    qoder runtime:
+      bin: qodercli (looked up on PATH)
+      request timeout: 250 ms
+      env passthrough (0): none
+http:
+";
+        assert!(all.contains(expected), "{all}");
+
+        let claude = fx.toml(&text("[\"claude\"]")).unwrap().policy_report();
+        assert!(claude.contains("    claude runtime:\n"), "{claude}");
+        assert!(!claude.contains("qoder"), "{claude}");
+        assert!(!claude.contains("codex runtime:"), "{claude}");
+        let qoder = fx.toml(&text("[\"qoder\"]")).unwrap().policy_report();
+        assert!(qoder.contains("    qoder runtime:\n"), "{qoder}");
+        assert!(!qoder.contains("claude"), "{qoder}");
+        let neither = fx.toml(&text("[\"fake\"]")).unwrap().policy_report();
+        for absent in ["claude", "qoder", "env passthrough", "ANTHROPIC"] {
+            assert!(!neither.contains(absent), "{absent:?} in\n{neither}");
+        }
+    }
+
+    #[test]
+    fn report_never_shows_a_passed_through_value() {
+        // The names come from the configuration; the values live only in
+        // the Bridge's environment, which even here is never read.
+        let fx = Fixture::new();
+        fx.slot(1);
+        let config = fx
+            .env_config(&[
+                ("WORKDIR_01_ALIAS", "one"),
+                ("WORKDIR_01_READ_ONLY", "false"),
+                ("WORKDIR_01_AGENT_MODE", "workspace-write"),
+                ("WORKDIR_01_AGENT_RUNTIMES", "claude,qoder,codex"),
+                ("SERVERFS_AGENT_BRIDGE_ENABLED", "true"),
+                ("SERVERFS_CLAUDE_ENV_PASSTHROUGH", "ANTHROPIC_API_KEY"),
+                (
+                    "SERVERFS_QODER_ENV_PASSTHROUGH",
+                    "QODER_PERSONAL_ACCESS_TOKEN",
+                ),
+                ("SERVERFS_CODEX_ENV_PASSTHROUGH", "OPENAI_API_KEY"),
+                ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+                ("QODER_PERSONAL_ACCESS_TOKEN", "pat-secret"),
+                ("OPENAI_API_KEY", "sk-openai-secret"),
+            ])
+            .unwrap();
+        let report = config.policy_report();
+        for line in [
+            "      env passthrough (1): ANTHROPIC_API_KEY\n",
+            "      env passthrough (1): QODER_PERSONAL_ACCESS_TOKEN\n",
+            "      env passthrough (1): OPENAI_API_KEY\n",
+        ] {
+            assert!(report.contains(line), "{line:?} not in\n{report}");
+        }
+        assert!(!report.contains("secret"), "{report}");
+        assert!(!format!("{config:?}").contains("secret"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::de::{self, Deserializer, Visitor};
 use toml::de::{DeTable, DeValue};
 
 use crate::agent::AgentMode;
+use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
 use crate::env::{native_bridge_paths, native_state_dir, native_token_file};
 use crate::error::{ConfigError, one_line};
@@ -22,8 +23,8 @@ use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::LogLevel;
 use crate::raw::{
-    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
-    Val,
+    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
+    RawServer, RawWorkdir, Val,
 };
 
 #[derive(Debug, Deserialize)]
@@ -89,6 +90,14 @@ struct AgentToml {
     codex_transport: Option<String>,
     codex_autostart: Option<bool>,
     codex_request_timeout_seconds: Option<Seconds>,
+    codex_env_passthrough: Option<Vec<String>>,
+    // The stream-json CLI runtimes, flat in the same way.
+    claude_bin: Option<String>,
+    claude_request_timeout_seconds: Option<Seconds>,
+    claude_env_passthrough: Option<Vec<String>>,
+    qoder_bin: Option<String>,
+    qoder_request_timeout_seconds: Option<Seconds>,
+    qoder_env_passthrough: Option<Vec<String>>,
 }
 
 /// A duration in seconds written as a TOML integer or float (`10`, `2.5`).
@@ -376,11 +385,47 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             autostart: Val::or_default(a.codex_autostart, false, "agent.codex_autostart"),
             request_timeout_seconds: Val::or_default(
                 a.codex_request_timeout_seconds.map(|Seconds(s)| s),
-                codex::default_request_timeout_seconds(),
+                limits::CODEX_REQUEST_TIMEOUT_MS.default_seconds(),
                 "agent.codex_request_timeout_seconds",
             ),
+            env_passthrough: Val::or_default(
+                a.codex_env_passthrough,
+                Vec::new(),
+                "agent.codex_env_passthrough",
+            ),
         },
+        claude: cli_runtime_keys(
+            &cli_runtime::CLAUDE,
+            a.claude_bin,
+            a.claude_request_timeout_seconds,
+            a.claude_env_passthrough,
+        ),
+        qoder: cli_runtime_keys(
+            &cli_runtime::QODER,
+            a.qoder_bin,
+            a.qoder_request_timeout_seconds,
+            a.qoder_env_passthrough,
+        ),
     })
+}
+
+/// One stream-json runtime's `[agent] <name>_*` keys.
+fn cli_runtime_keys(
+    cli: &StreamJsonCli,
+    bin: Option<String>,
+    request_timeout_seconds: Option<Seconds>,
+    env_passthrough: Option<Vec<String>>,
+) -> RawCliRuntime {
+    let key = |field: &str| format!("agent.{}_{field}", cli.name);
+    RawCliRuntime {
+        bin: Val::or_default(bin, cli.default_bin.to_owned(), key("bin")),
+        request_timeout_seconds: Val::or_default(
+            request_timeout_seconds.map(|Seconds(s)| s),
+            limits::STREAM_JSON_REQUEST_TIMEOUT_MS.default_seconds(),
+            key("request_timeout_seconds"),
+        ),
+        env_passthrough: Val::or_default(env_passthrough, Vec::new(), key("env_passthrough")),
+    }
 }
 
 fn http_table(

@@ -4,8 +4,9 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, CodexSettings, CodexTransport, Config, ConfigError,
-    HttpAuth, HttpSettings, LogLevel, ServerSettings, WorkdirAlias, WorkdirConfig,
+    AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
+    Config, ConfigError, HttpAuth, HttpSettings, LogLevel, ServerSettings, WorkdirAlias,
+    WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -57,6 +58,17 @@ fn minimal_file_gets_every_default() {
                     transport: CodexTransport::Stdio,
                     autostart: false,
                     request_timeout_ms: 10_000,
+                    env_passthrough: Vec::new(),
+                },
+                claude: CliRuntimeSettings {
+                    bin: "claude".to_owned(),
+                    request_timeout_ms: 60_000,
+                    env_passthrough: Vec::new(),
+                },
+                qoder: CliRuntimeSettings {
+                    bin: "qodercli".to_owned(),
+                    request_timeout_ms: 60_000,
+                    env_passthrough: Vec::new(),
                 },
             },
             http: HttpSettings {
@@ -145,6 +157,14 @@ codex_home = "/srv/codex-home"
 codex_transport = "daemon"
 codex_autostart = true
 codex_request_timeout_seconds = 2.5
+# Empty: a non-empty list needs the stdio transport (validate_tests).
+codex_env_passthrough = []
+claude_bin = "/opt/claude/bin/claude"
+claude_request_timeout_seconds = 90
+claude_env_passthrough = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
+qoder_bin = "qoder"
+qoder_request_timeout_seconds = 0.5
+qoder_env_passthrough = ["QODER_PERSONAL_ACCESS_TOKEN"]
 
 [[workdirs]]
 alias = "docs"
@@ -207,6 +227,20 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                 transport: CodexTransport::Daemon,
                 autostart: true,
                 request_timeout_ms: 2_500,
+                env_passthrough: Vec::new(),
+            },
+            claude: CliRuntimeSettings {
+                bin: "/opt/claude/bin/claude".to_owned(),
+                request_timeout_ms: 90_000,
+                env_passthrough: vec![
+                    "ANTHROPIC_API_KEY".to_owned(),
+                    "ANTHROPIC_BASE_URL".to_owned()
+                ],
+            },
+            qoder: CliRuntimeSettings {
+                bin: "qoder".to_owned(),
+                request_timeout_ms: 500,
+                env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
             },
         }
     );
@@ -379,6 +413,40 @@ fn types_are_strict() {
         ),
         (
             format!(
+                "[agent]\ncodex_env_passthrough = \"OPENAI_API_KEY\"\n{}",
+                wd("")
+            ),
+            "agent.codex_env_passthrough: invalid type: string \"OPENAI_API_KEY\", expected an array (line 2)",
+        ),
+        (
+            format!("[agent]\nclaude_bin = 1\n{}", wd("")),
+            "agent.claude_bin: invalid type: integer `1`, expected a string (line 2)",
+        ),
+        (
+            format!(
+                "[agent]\nclaude_request_timeout_seconds = \"60\"\n{}",
+                wd("")
+            ),
+            "agent.claude_request_timeout_seconds: invalid type: string \"60\", expected a number of seconds (line 2)",
+        ),
+        (
+            format!("[agent]\nclaude_env_passthrough = [\"A\", 1]\n{}", wd("")),
+            "agent.claude_env_passthrough[1]: invalid type: integer `1`, expected a string (line 2)",
+        ),
+        (
+            format!("[agent]\nqoder_bin = true\n{}", wd("")),
+            "agent.qoder_bin: invalid type: boolean `true`, expected a string (line 2)",
+        ),
+        (
+            format!("[agent]\nqoder_request_timeout_seconds = true\n{}", wd("")),
+            "agent.qoder_request_timeout_seconds: invalid type: boolean `true`, expected a number of seconds (line 2)",
+        ),
+        (
+            format!("[agent]\nqoder_env_passthrough = \"A,B\"\n{}", wd("")),
+            "agent.qoder_env_passthrough: invalid type: string \"A,B\", expected an array (line 2)",
+        ),
+        (
+            format!(
                 "[server]\nmax_walk_entries = 99999999999999999999\n{}",
                 wd("")
             ),
@@ -408,6 +476,30 @@ fn codex_request_timeout_takes_whole_or_fractional_seconds() {
     assert_eq!(timeout("0.1"), 100);
     assert_eq!(timeout("12.3456"), 12_346);
     assert_eq!(timeout("1e1"), 10_000);
+}
+
+#[test]
+fn cli_runtime_timeouts_take_whole_or_fractional_seconds() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let timeouts = |value: &str| {
+        let agent = fx
+            .toml(&format!(
+                "[agent]\nclaude_request_timeout_seconds = {value}\n\
+                 qoder_request_timeout_seconds = {value}\n\
+                 [[workdirs]]\nalias = \"a\"\npath = \"a\"\n"
+            ))
+            .unwrap()
+            .agent;
+        (
+            agent.claude.request_timeout_ms,
+            agent.qoder.request_timeout_ms,
+        )
+    };
+    assert_eq!(timeouts("600"), (600_000, 600_000));
+    assert_eq!(timeouts("0.1"), (100, 100));
+    assert_eq!(timeouts("12.3456"), (12_346, 12_346));
+    assert_eq!(timeouts("6e1"), (60_000, 60_000));
 }
 
 #[test]
@@ -624,6 +716,9 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
         }
     );
     assert_eq!(config.server, ServerSettings::default());
+    // Every [agent] value the example writes is the default it documents,
+    // the runtimes' bins, timeouts and (empty) passthrough lists included.
+    assert_eq!(config.agent, AgentSettings::default());
     // No environment here, so the default token file stays relative.
     assert_eq!(
         config.http,

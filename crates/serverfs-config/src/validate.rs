@@ -14,15 +14,16 @@ use std::path::PathBuf;
 
 use crate::agent::{AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
-use crate::codex::{self, CodexSettings, CodexTransport};
-use crate::error::{ConfigError, RootProblem, one_line};
+use crate::cli_runtime::{self, CliRuntimeSettings};
+use crate::codex::{CodexSettings, CodexTransport};
+use crate::error::{ConfigError, PassthroughProblem, RootProblem, one_line};
 use crate::http::{self, HttpSettings};
 use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
 use crate::parse;
 use crate::raw::{
-    RawAgent, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes, RawServer, RawWorkdir,
-    Val,
+    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
+    RawServer, RawWorkdir, Val,
 };
 
 /// Turns raw values from any source into a validated [`Config`].
@@ -292,6 +293,8 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
             RawProxyRuntimes::EveryListed => Vec::new(),
         },
         codex: codex_settings(&raw.codex)?,
+        claude: cli_runtime_settings(&raw.claude)?,
+        qoder: cli_runtime_settings(&raw.qoder)?,
     })
 }
 
@@ -299,13 +302,7 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
 /// `codex`, as the Bridge's other settings are, so a typo never waits for
 /// the day the runtime is enabled.
 fn codex_settings(raw: &RawCodex) -> Result<CodexSettings, ConfigError> {
-    if let Some(expected) = codex::bin_problem(&raw.bin.value) {
-        return Err(ConfigError::InvalidValue {
-            key: raw.bin.key.clone(),
-            expected,
-            got: raw.bin.value.clone(),
-        });
-    }
+    let bin = checked_bin(&raw.bin)?;
     // Absolute whether or not the Bridge is enabled (unlike `state_dir`): a
     // home is only ever written by the operator, the default being resolved
     // by the Bridge, and a relative one would follow the Bridge's working
@@ -329,20 +326,81 @@ fn codex_settings(raw: &RawCodex) -> Result<CodexSettings, ConfigError> {
             ),
         });
     }
+    let request_timeout_ms = request_timeout_ms(&raw.request_timeout_seconds)?;
+    let env_passthrough = passthrough_names(&raw.env_passthrough)?;
+    // The managed daemon is started by the user (or once by autostart) and
+    // serves every task with the environment it was started with, so a list
+    // here would silently do nothing.
+    if !env_passthrough.is_empty() && raw.transport.value == CodexTransport::Daemon {
+        return Err(ConfigError::Conflict {
+            key: raw.env_passthrough.key.clone(),
+            reason: format!(
+                "codex_env_passthrough needs {} = \"stdio\": the managed daemon keeps the \
+                 environment it was started with, so no variable can be handed to it",
+                raw.transport.key
+            ),
+        });
+    }
     Ok(CodexSettings {
-        bin: raw.bin.value.clone(),
+        bin,
         home: raw.home.as_ref().map(|home| home.value.clone()),
         transport: raw.transport.value,
         autostart: raw.autostart.value,
-        request_timeout_ms: codex_request_timeout_ms(&raw.request_timeout_seconds)?,
+        request_timeout_ms,
+        env_passthrough,
     })
 }
 
-/// A request timeout written in seconds, rounded to milliseconds and
-/// checked there. The refusal quotes seconds, the unit of the key, rather
-/// than the milliseconds the bounds are kept in.
-fn codex_request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
-    let bounds = limits::CODEX_REQUEST_TIMEOUT_MS.bounds;
+/// A stream-json CLI runtime's settings (`claude`, `qoder`), checked
+/// whether or not any workdir allows the runtime, as Codex's are.
+fn cli_runtime_settings(raw: &RawCliRuntime) -> Result<CliRuntimeSettings, ConfigError> {
+    Ok(CliRuntimeSettings {
+        bin: checked_bin(&raw.bin)?,
+        request_timeout_ms: request_timeout_ms(&raw.request_timeout_seconds)?,
+        env_passthrough: passthrough_names(&raw.env_passthrough)?,
+    })
+}
+
+/// A `*_bin` value, if it is an absolute path or a bare command name.
+fn checked_bin(bin: &Val<String>) -> Result<String, ConfigError> {
+    match cli_runtime::bin_problem(&bin.value) {
+        Some(expected) => Err(ConfigError::InvalidValue {
+            key: bin.key.clone(),
+            expected,
+            got: bin.value.clone(),
+        }),
+        None => Ok(bin.value.clone()),
+    }
+}
+
+/// An `*_env_passthrough` list: every item a variable name that is not
+/// reserved, none twice. Kept in the order written. Only names are ever
+/// looked at; no value is read.
+fn passthrough_names(names: &Val<Vec<String>>) -> Result<Vec<String>, ConfigError> {
+    let mut checked: Vec<String> = Vec::with_capacity(names.value.len());
+    for name in &names.value {
+        let problem = cli_runtime::passthrough_problem(name).or_else(|| {
+            checked
+                .contains(name)
+                .then_some(PassthroughProblem::Duplicate)
+        });
+        if let Some(problem) = problem {
+            return Err(ConfigError::InvalidPassthrough {
+                key: names.key.clone(),
+                name: name.clone(),
+                problem,
+            });
+        }
+        checked.push(name.clone());
+    }
+    Ok(checked)
+}
+
+/// A provider request timeout written in seconds, rounded to milliseconds
+/// and checked there. The refusal quotes seconds, the unit of the key,
+/// rather than the milliseconds the bounds are kept in.
+fn request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
+    let bounds = limits::PROVIDER_REQUEST_TIMEOUT_MS;
     let ms = seconds
         .value
         .is_finite()
@@ -352,8 +410,8 @@ fn codex_request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
         Some(Ok(_) | Err(_)) | None => Err(ConfigError::InvalidValue {
             key: seconds.key.clone(),
             // `expected` is static text, so this repeats the bounds in
-            // seconds; `codex_request_timeout_is_bounded_in_seconds` pins
-            // both edges to it.
+            // seconds; `request_timeouts_are_bounded_in_seconds` pins both
+            // edges to it for every runtime.
             expected: "a number of seconds from 0.1 to 600",
             got: seconds.value.to_string(),
         }),

@@ -701,50 +701,78 @@ fn proxy_runtime_names_are_checked() {
     );
 }
 
+/// The three native runtimes: the prefix of their `[agent]` keys, and
+/// what `Config` holds for them.
+const NATIVE: [&str; 3] = ["codex", "claude", "qoder"];
+
+fn native_settings(config: &Config, runtime: &str) -> (String, u64, Vec<String>) {
+    let a = &config.agent;
+    match runtime {
+        "codex" => (
+            a.codex.bin.clone(),
+            a.codex.request_timeout_ms,
+            a.codex.env_passthrough.clone(),
+        ),
+        "claude" => (
+            a.claude.bin.clone(),
+            a.claude.request_timeout_ms,
+            a.claude.env_passthrough.clone(),
+        ),
+        "qoder" => (
+            a.qoder.bin.clone(),
+            a.qoder.request_timeout_ms,
+            a.qoder.env_passthrough.clone(),
+        ),
+        other => panic!("not a native runtime: {other}"),
+    }
+}
+
 #[test]
-fn codex_bin_must_be_absolute_or_a_bare_command_name() {
+fn bins_must_be_absolute_or_a_bare_command_name() {
     let fx = Fixture::new();
-    let bin = |value: &str| file(&fx, "", &format!("codex_bin = {value}"), "");
-    assert_eq!(bin("\"codex\"").unwrap().agent.codex.bin, "codex");
-    assert_eq!(
-        bin("\"/opt/codex/bin/codex\"").unwrap().agent.codex.bin,
-        "/opt/codex/bin/codex"
-    );
-    let refused = "an absolute path, or a bare command name looked up on PATH \
-                   (no '/' unless the path is absolute)";
-    for (written, got) in [
-        ("\"bin/codex\"", "\"bin/codex\""),
-        ("\"./codex\"", "\"./codex\""),
-        ("\"../tools/codex\"", "\"../tools/codex\""),
-    ] {
-        let err = bin(written).unwrap_err();
-        assert_eq!(err.key().as_deref(), Some("agent.codex_bin"));
-        assert_eq!(
-            err.to_string(),
-            format!("agent.codex_bin: expected {refused}, got {got}")
-        );
-    }
-    for written in ["\"\"", "\"  \""] {
-        assert_eq!(
-            message(bin(written)),
-            format!(
-                "agent.codex_bin: expected a command name or an absolute path, \
-                 not an empty one, got {written}"
-            )
-        );
-    }
-    for (written, got) in [
-        ("\"co\\u0000dex\"", "\"co\\0dex\""),
-        ("\"codex\\n\"", "\"codex\\n\""),
-        ("\"/usr/bin/codex\\r\"", "\"/usr/bin/codex\\r\""),
-    ] {
-        assert_eq!(
-            message(bin(written)),
-            format!(
-                "agent.codex_bin: expected a command name or path without NUL, CR or LF \
-                 characters, got {got}"
-            )
-        );
+    for runtime in NATIVE {
+        let key = format!("agent.{runtime}_bin");
+        let bin = |value: &str| file(&fx, "", &format!("{runtime}_bin = {value}"), "");
+        let accepted = |value: &str| native_settings(&bin(value).unwrap(), runtime).0;
+        assert_eq!(accepted("\"codex\""), "codex");
+        assert_eq!(accepted("\"/opt/cli/bin/cli\""), "/opt/cli/bin/cli");
+        assert_eq!(accepted("\"claude-2.1\""), "claude-2.1");
+        let refused = "an absolute path, or a bare command name looked up on PATH \
+                       (no '/' unless the path is absolute)";
+        for (written, got) in [
+            ("\"bin/cli\"", "\"bin/cli\""),
+            ("\"./cli\"", "\"./cli\""),
+            ("\"../tools/cli\"", "\"../tools/cli\""),
+        ] {
+            let err = bin(written).unwrap_err();
+            assert_eq!(err.key().as_deref(), Some(key.as_str()));
+            assert_eq!(
+                err.to_string(),
+                format!("{key}: expected {refused}, got {got}")
+            );
+        }
+        for written in ["\"\"", "\"  \""] {
+            assert_eq!(
+                message(bin(written)),
+                format!(
+                    "{key}: expected a command name or an absolute path, \
+                     not an empty one, got {written}"
+                )
+            );
+        }
+        for (written, got) in [
+            ("\"cl\\u0000i\"", "\"cl\\0i\""),
+            ("\"cli\\n\"", "\"cli\\n\""),
+            ("\"/usr/bin/cli\\r\"", "\"/usr/bin/cli\\r\""),
+        ] {
+            assert_eq!(
+                message(bin(written)),
+                format!(
+                    "{key}: expected a command name or path without NUL, CR or LF \
+                     characters, got {got}"
+                )
+            );
+        }
     }
 }
 
@@ -830,68 +858,239 @@ fn codex_autostart_needs_the_daemon_transport() {
 }
 
 #[test]
-fn codex_request_timeout_is_bounded_in_seconds() {
+fn request_timeouts_are_bounded_in_seconds() {
     let fx = Fixture::new();
-    let timeout = |value: &str| {
-        file(
-            &fx,
-            "",
-            &format!("codex_request_timeout_seconds = {value}"),
-            "",
-        )
-    };
-    for (ok, ms) in [
-        ("0.1", 100),
-        ("600", 600_000),
-        ("600.0", 600_000),
-        ("10", 10_000),
-    ] {
-        assert_eq!(
-            timeout(ok).unwrap().agent.codex.request_timeout_ms,
-            ms,
-            "{ok}"
-        );
-    }
-    for (bad, got) in [
-        ("0.05", "0.05"),
-        ("0", "0"),
-        ("-1", "-1"),
-        ("600.5", "600.5"),
-        ("601", "601"),
-        ("inf", "inf"),
-        ("nan", "NaN"),
-        ("-0.0", "-0"),
-    ] {
-        let err = timeout(bad).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "agent.codex_request_timeout_seconds: expected a number of seconds \
-                 from 0.1 to 600, got {got:?}"
-            ),
-            "{bad}"
-        );
-        assert_eq!(
-            err.key().as_deref(),
-            Some("agent.codex_request_timeout_seconds")
-        );
+    for runtime in NATIVE {
+        let key = format!("agent.{runtime}_request_timeout_seconds");
+        let timeout = |value: &str| {
+            file(
+                &fx,
+                "",
+                &format!("{runtime}_request_timeout_seconds = {value}"),
+                "",
+            )
+        };
+        for (ok, ms) in [
+            ("0.1", 100),
+            ("600", 600_000),
+            ("600.0", 600_000),
+            ("10", 10_000),
+            ("60", 60_000),
+        ] {
+            assert_eq!(
+                native_settings(&timeout(ok).unwrap(), runtime).1,
+                ms,
+                "{key} = {ok}"
+            );
+        }
+        for (bad, got) in [
+            ("0.05", "0.05"),
+            ("0", "0"),
+            ("-1", "-1"),
+            ("600.5", "600.5"),
+            ("601", "601"),
+            ("inf", "inf"),
+            ("nan", "NaN"),
+            ("-0.0", "-0"),
+        ] {
+            let err = timeout(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{key}: expected a number of seconds from 0.1 to 600, got {got:?}"),
+                "{bad}"
+            );
+            assert_eq!(err.key().as_deref(), Some(key.as_str()));
+        }
     }
 }
 
 #[test]
-fn codex_settings_are_checked_even_where_no_workdir_allows_codex() {
+fn passthrough_lists_keep_valid_names_in_order() {
+    let fx = Fixture::new();
+    for runtime in NATIVE {
+        let config = file(
+            &fx,
+            "",
+            &format!(
+                "{runtime}_env_passthrough = [\"OPENAI_API_KEY\", \"ANTHROPIC_API_KEY\", \
+                 \"_private\", \"path\", \"x9\"]"
+            ),
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            native_settings(&config, runtime).2,
+            [
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "_private",
+                "path",
+                "x9"
+            ],
+            "{runtime}"
+        );
+        let empty = file(&fx, "", &format!("{runtime}_env_passthrough = []"), "").unwrap();
+        assert_eq!(native_settings(&empty, runtime).2, Vec::<String>::new());
+    }
+}
+
+#[test]
+fn passthrough_lists_refuse_bad_names() {
+    let fx = Fixture::new();
+    for runtime in NATIVE {
+        let key = format!("agent.{runtime}_env_passthrough");
+        let list = |items: &str| {
+            file(
+                &fx,
+                "",
+                &format!("{runtime}_env_passthrough = [{items}]"),
+                "",
+            )
+        };
+        let not_a_name = "is not an environment variable name \
+                          (a letter or '_', then letters, digits or '_')";
+        for (items, name) in [
+            ("\"\"", "\"\""),
+            ("\"OK\", \"A=B\"", "\"A=B\""),
+            ("\"A\\u0000\"", "\"A\\0\""),
+            ("\"1ST\"", "\"1ST\""),
+            ("\"MY-KEY\"", "\"MY-KEY\""),
+            ("\" KEY\"", "\" KEY\""),
+            ("\"KEY\\n\"", "\"KEY\\n\""),
+            ("\"CLÉ\"", "\"CLÉ\""),
+        ] {
+            let err = list(items).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{key}: {name} {not_a_name}"),
+                "{items}"
+            );
+            assert_eq!(err.key().as_deref(), Some(key.as_str()));
+        }
+        assert_eq!(
+            message(list("\"A_KEY\", \"B_KEY\", \"A_KEY\"")),
+            format!("{key}: \"A_KEY\" is listed more than once")
+        );
+        // Names are case-sensitive, as the environment is.
+        assert!(list("\"A_KEY\", \"a_key\"").is_ok());
+    }
+}
+
+#[test]
+fn passthrough_lists_refuse_reserved_names() {
+    let fx = Fixture::new();
+    let proxy = "is reserved: proxy variables are set by the Bridge alone \
+                 (a runtime uses the agent proxy only through proxy_runtimes)";
+    let own = "is reserved: SERVERFS_* variables are settings of ServerFS itself, \
+               never handed to a provider";
+    let set = "is reserved: the Bridge sets it for the provider itself";
+    let loader = "is reserved: a dynamic-loader variable could make the provider run other code";
+    let cases = [
+        ("HTTPS_PROXY", proxy),
+        ("https_proxy", proxy),
+        ("HTTP_PROXY", proxy),
+        ("http_proxy", proxy),
+        ("NO_PROXY", proxy),
+        ("no_proxy", proxy),
+        ("ALL_PROXY", proxy),
+        ("all_proxy", proxy),
+        ("GRPC_PROXY", proxy),
+        ("SERVERFS_AGENT_PROXY_URL", proxy),
+        ("SERVERFS_CONFIG", own),
+        ("serverfs_log_level", own),
+        ("SERVERFS_CLAUDE_BIN", own),
+        ("PATH", set),
+        ("HOME", set),
+        ("PWD", set),
+        ("CODEX_HOME", set),
+        ("QODER_SDK_AUTH_PAYLOAD_FILE", set),
+        ("LD_PRELOAD", loader),
+        ("LD_LIBRARY_PATH", loader),
+    ];
+    for runtime in NATIVE {
+        let key = format!("agent.{runtime}_env_passthrough");
+        for (name, reason) in cases {
+            let err = file(
+                &fx,
+                "",
+                &format!("{runtime}_env_passthrough = [\"ANTHROPIC_API_KEY\", \"{name}\"]"),
+                "",
+            )
+            .unwrap_err();
+            assert_eq!(err.to_string(), format!("{key}: {name:?} {reason}"));
+            assert_eq!(err.key().as_deref(), Some(key.as_str()));
+        }
+    }
+}
+
+#[test]
+fn codex_passthrough_needs_the_stdio_transport() {
+    let fx = Fixture::new();
+    let codex = |lines: &str| file(&fx, "", lines, "");
+    assert_eq!(
+        message(codex(
+            "codex_transport = \"daemon\"\ncodex_env_passthrough = [\"OPENAI_API_KEY\"]"
+        )),
+        "agent.codex_env_passthrough: codex_env_passthrough needs agent.codex_transport = \
+         \"stdio\": the managed daemon keeps the environment it was started with, so no \
+         variable can be handed to it"
+    );
+    // An empty list asks for nothing, and a bad name is reported first.
+    assert!(codex("codex_transport = \"daemon\"\ncodex_env_passthrough = []").is_ok());
+    assert_eq!(
+        codex("codex_transport = \"daemon\"\ncodex_env_passthrough = [\"PATH\"]")
+            .unwrap_err()
+            .to_string(),
+        "agent.codex_env_passthrough: \"PATH\" is reserved: the Bridge sets it for the provider itself"
+    );
+    let stdio =
+        codex("codex_transport = \"stdio\"\ncodex_env_passthrough = [\"OPENAI_API_KEY\"]").unwrap();
+    assert_eq!(stdio.agent.codex.env_passthrough, ["OPENAI_API_KEY"]);
+}
+
+#[test]
+fn runtime_settings_are_checked_even_where_no_workdir_allows_the_runtime() {
     // Bridge off, no agent anywhere: a typo still never waits for the day
     // the runtime is enabled (the Bridge's other settings behave the same).
     let fx = Fixture::new();
-    assert!(file(&fx, "", "codex_bin = \"bin/codex\"", "").is_err());
+    for runtime in NATIVE {
+        assert!(file(&fx, "", &format!("{runtime}_bin = \"bin/cli\""), "").is_err());
+        assert!(
+            file(
+                &fx,
+                "",
+                &format!("{runtime}_request_timeout_seconds = 0"),
+                ""
+            )
+            .is_err()
+        );
+        assert!(
+            file(
+                &fx,
+                "",
+                &format!("{runtime}_env_passthrough = [\"HOME\"]"),
+                ""
+            )
+            .is_err()
+        );
+    }
     let allowed = file(
         &fx,
         "",
         BRIDGE,
-        "read_only = false\nagent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]",
+        "read_only = false\nagent_mode = \"workspace-write\"\n\
+         agent_runtimes = [\"codex\", \"claude\", \"qoder\"]",
     )
     .unwrap();
     assert_eq!(allowed.agent.codex, crate::CodexSettings::default());
+    assert_eq!(
+        allowed.agent.claude,
+        crate::CliRuntimeSettings::claude_default()
+    );
+    assert_eq!(
+        allowed.agent.qoder,
+        crate::CliRuntimeSettings::qoder_default()
+    );
 }
 
 #[test]
