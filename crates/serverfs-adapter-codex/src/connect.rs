@@ -65,6 +65,9 @@ pub struct CodexConfig {
     /// Egress proxy policy of Bridge-owned children (the managed daemon
     /// is the user's, and keeps its own environment).
     pub proxy: ProxyPolicy,
+    /// Variables of the Bridge's environment handed to Bridge-owned
+    /// children (the operator's choice, e.g. `OPENAI_API_KEY`).
+    pub env_passthrough: Vec<String>,
 }
 
 impl CodexConfig {
@@ -80,6 +83,7 @@ impl CodexConfig {
         let mut command = ProviderCommand::new(&self.bin, cwd);
         command
             .env("CODEX_HOME", self.home.to_string_lossy().into_owned())
+            .pass_through(self.env_passthrough.iter().cloned())
             .proxy(self.proxy.clone());
         command
     }
@@ -336,6 +340,7 @@ mod tests {
             transport: CodexTransport::Daemon { autostart: true },
             request_timeout: Duration::from_secs(10),
             proxy: ProxyPolicy::disabled(),
+            env_passthrough: Vec::new(),
         };
         (dir, config)
     }

@@ -52,6 +52,7 @@ fn rig() -> Rig {
         transport: CodexTransport::Daemon { autostart: false },
         request_timeout: WAIT,
         proxy: ProxyPolicy::disabled(),
+        env_passthrough: Vec::new(),
     };
     let daemon = MockCodexDaemon::start(config.control_socket()).unwrap();
     Rig {

@@ -12,6 +12,9 @@
 //! - [`mock_codex`]: a scripted Codex App Server (the `mock-codex` binary
 //!   over stdio or a WebSocket daemon, and the in-process
 //!   [`MockCodexDaemon`]) for hermetic tests of the Bridge's Codex adapter.
+//! - [`mock_stream_json`]: scripted fake `claude` and `qodercli` CLIs
+//!   (the `fake-claude` and `fake-qodercli` binaries) speaking the
+//!   stream-json control protocol.
 //! - [`bridge`]: the real Agent Bridge as a black box (configuration,
 //!   daemon, socket clients, leases and guards), for every crate's tests.
 //! - [`host`]: a recording, scripted [`serverfs_agent_runtime::Host`] for
@@ -27,6 +30,7 @@ mod deadline;
 pub mod host;
 pub mod mock_codex;
 mod mock_model;
+pub mod mock_stream_json;
 pub mod process;
 mod table;
 mod workdir;

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serverfs_adapter_codex::{CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport};
+use serverfs_adapter_stream_json::{
+    CLAUDE, CLAUDE_RUNTIME, QODER, QODER_RUNTIME, StreamJsonAdapter, StreamJsonConfig,
+};
 use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSettings};
 use serverfs_agent_runtime::Adapter;
@@ -36,6 +39,8 @@ pub struct BridgeConfig {
 enum RuntimeSetup {
     Fake(ProxyPolicy),
     Codex(CodexConfig),
+    Claude(StreamJsonConfig),
+    Qoder(StreamJsonConfig),
 }
 
 /// Loads the operator's configuration for the Bridge.
@@ -108,7 +113,8 @@ fn setup(
         AgentRuntime::Fake => Ok(RuntimeSetup::Fake(policy)),
         AgentRuntime::Codex => {
             let codex = &config.agent.codex;
-            let (bin, home) = codex_paths(codex, env)?;
+            let bin = resolve_bin("agent.codex_bin", &codex.bin, "Codex", env)?;
+            let home = codex_home(codex, env)?;
             Ok(RuntimeSetup::Codex(CodexConfig {
                 bin,
                 home,
@@ -120,11 +126,31 @@ fn setup(
                 },
                 request_timeout: std::time::Duration::from_millis(codex.request_timeout_ms),
                 proxy: policy,
+                env_passthrough: codex.env_passthrough.clone(),
             }))
         }
-        AgentRuntime::Claude | AgentRuntime::Qoder | AgentRuntime::Acp(_) => Err(format!(
+        AgentRuntime::Claude => {
+            let claude = &config.agent.claude;
+            Ok(RuntimeSetup::Claude(StreamJsonConfig {
+                bin: resolve_bin("agent.claude_bin", &claude.bin, "Claude Code", env)?,
+                request_timeout: std::time::Duration::from_millis(claude.request_timeout_ms),
+                env_passthrough: claude.env_passthrough.clone(),
+                proxy: policy,
+            }))
+        }
+        AgentRuntime::Qoder => {
+            let qoder = &config.agent.qoder;
+            Ok(RuntimeSetup::Qoder(StreamJsonConfig {
+                bin: resolve_bin("agent.qoder_bin", &qoder.bin, "Qoder", env)?,
+                request_timeout: std::time::Duration::from_millis(qoder.request_timeout_ms),
+                env_passthrough: qoder.env_passthrough.clone(),
+                proxy: policy,
+            }))
+        }
+        AgentRuntime::Acp(_) => Err(format!(
             "agent_runtimes: runtime {} is not provided by this build of the Agent \
-             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME})",
+             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME}, {CLAUDE_RUNTIME}, \
+             {QODER_RUNTIME})",
             runtime.as_str()
         )),
     }
@@ -139,35 +165,42 @@ fn proxy_policy(config: &Config, proxy: &ProxyEndpoint, runtime: &AgentRuntime) 
     }
 }
 
-/// Where the `codex` executable and Codex's home are, resolved once at
-/// start-up: the configured absolute path or the first executable match on
-/// `PATH`; the configured home, else `$CODEX_HOME`, else `~/.codex` (Codex's
-/// own default).
-fn codex_paths(
-    codex: &CodexSettings,
+/// The executable a `*_bin` setting names, resolved once at start-up: the
+/// configured absolute path, or the first executable match of a bare name
+/// on `PATH`. `key` and `product` name it in the error.
+fn resolve_bin(
+    key: &str,
+    bin: &str,
+    product: &str,
     env: &BTreeMap<String, String>,
-) -> Result<(PathBuf, PathBuf), String> {
-    let bin = if Path::new(&codex.bin).is_absolute() {
-        PathBuf::from(&codex.bin)
+) -> Result<PathBuf, String> {
+    let resolved = if Path::new(bin).is_absolute() {
+        PathBuf::from(bin)
     } else {
         env.get("PATH")
             .into_iter()
             .flat_map(|path| path.split(':'))
             .filter(|dir| Path::new(dir).is_absolute())
-            .map(|dir| Path::new(dir).join(&codex.bin))
+            .map(|dir| Path::new(dir).join(bin))
             .find(|candidate| is_executable(candidate))
             .ok_or_else(|| {
+                let setting = key.trim_start_matches("agent.");
                 format!(
-                    "agent.codex_bin: {} was not found on PATH; install Codex or set \
-                     codex_bin to its absolute path",
-                    codex.bin
+                    "{key}: {bin} was not found on PATH; install {product} or set {setting} \
+                     to its absolute path"
                 )
             })?
     };
-    if !is_executable(&bin) {
-        return Err("agent.codex_bin: not an executable file".to_owned());
+    if !is_executable(&resolved) {
+        return Err(format!("{key}: not an executable file"));
     }
-    let home = codex
+    Ok(resolved)
+}
+
+/// Codex's home: the configured one, else `$CODEX_HOME`, else `~/.codex`
+/// (Codex's own default).
+fn codex_home(codex: &CodexSettings, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+    codex
         .home
         .clone()
         .or_else(|| {
@@ -184,8 +217,7 @@ fn codex_paths(
         .ok_or_else(|| {
             "agent.codex_home: not set, and neither CODEX_HOME nor HOME is an absolute path"
                 .to_owned()
-        })?;
-    Ok((bin, home))
+        })
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -249,6 +281,12 @@ impl BridgeConfig {
             match setup {
                 RuntimeSetup::Fake(proxy) => Arc::new(FakeAdapter::with_proxy(proxy.clone())),
                 RuntimeSetup::Codex(config) => Arc::new(CodexAdapter::new(config.clone())),
+                RuntimeSetup::Claude(config) => {
+                    Arc::new(StreamJsonAdapter::new(&CLAUDE, config.clone()))
+                }
+                RuntimeSetup::Qoder(config) => {
+                    Arc::new(StreamJsonAdapter::new(&QODER, config.clone()))
+                }
             }
         }))
     }

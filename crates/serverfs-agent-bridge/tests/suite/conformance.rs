@@ -11,8 +11,11 @@
 //! session. What a runtime puts on its own wire is checked by its own
 //! suite (`codex.rs`, the adapter crates' tests).
 //!
-//! Adding a runtime is one rig and one line in [`runtime_test!`]; a case
-//! a runtime cannot express (no live steering) skips with a printed reason.
+//! Rigs: the fake runtime, Codex over stdio and over the daemon socket
+//! (the scripted mock App Server), Claude Code and Qoder (the scripted
+//! fake CLIs). Adding a runtime is one rig and one line in
+//! [`runtime_test!`]; a case a runtime cannot express (no live steering)
+//! skips with a printed reason.
 
 use serde_json::{Value, json};
 use serverfs_agent_bridge::store::{StateDir, Store, StoreLimits};
@@ -21,6 +24,7 @@ use serverfs_testkit::bridge::{
     Daemon, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
 };
 use serverfs_testkit::mock_codex::rig::{Transport, codex_setup, start_mock_daemon};
+use serverfs_testkit::mock_stream_json::{self, Cli};
 
 /// Runs each named case once per rig: the module of the same name holds
 /// one test per rig.
@@ -40,6 +44,16 @@ macro_rules! runtime_test {
             #[test]
             fn codex_daemon() {
                 super::$case(&super::Codex(super::Transport::Daemon));
+            }
+
+            #[test]
+            fn claude() {
+                super::$case(&super::StreamJson(super::Cli::Claude));
+            }
+
+            #[test]
+            fn qoder() {
+                super::$case(&super::StreamJson(super::Cli::Qoder));
             }
         }
     )*};
@@ -81,7 +95,7 @@ enum Script {
     Withdraw,
     /// Fail with `AGENT_PROVIDER_ERROR`.
     Fail,
-    /// Lose the provider connection mid-turn (`AGENT_PROVIDER_DISCONNECTED`).
+    /// Lose the provider connection mid-turn ([`RuntimeRig::drop_code`]).
     Drop,
 }
 
@@ -111,6 +125,13 @@ trait RuntimeRig {
     /// The final response of a [`Script::Approval`] turn answered with
     /// `decision` (`approve_once`, `approve_session`, `deny`).
     fn approval_text(&self, decision: &str) -> String;
+
+    /// The code of a turn whose provider connection was lost: a lost
+    /// JSON-RPC peer is `AGENT_PROVIDER_DISCONNECTED`; a CLI whose output
+    /// ends before its result is `AGENT_PROVIDER_ERROR`.
+    fn drop_code(&self) -> &'static str {
+        "AGENT_PROVIDER_DISCONNECTED"
+    }
 
     /// Lets a provider that outlives a lost connection (a managed daemon)
     /// finish the turns it still runs, as it would by itself in time.
@@ -208,6 +229,55 @@ impl RuntimeRig for Codex {
             _ => "decline",
         };
         format!("approval:{native}")
+    }
+}
+
+/// Claude Code or Qoder on the scripted fake CLI.
+struct StreamJson(Cli);
+
+impl RuntimeRig for StreamJson {
+    fn runtime(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn start(&self) -> Running {
+        let setup = mock_stream_json::bridge_setup(self.0);
+        Running {
+            bridge: setup.start_serving(),
+            beside: None,
+            setup,
+        }
+    }
+
+    fn prompt(&self, script: Script) -> &'static str {
+        // The fake picks its scenario by keyword (`mock_stream_json`).
+        match script {
+            Script::Complete => "conformance",
+            Script::Approval => "approval",
+            Script::Question => "question",
+            Script::Steer => "steer",
+            Script::Wait => "wait",
+            Script::Withdraw => "withdraw",
+            Script::Fail => "error",
+            Script::Drop => "eof",
+        }
+    }
+
+    fn completed_text(&self) -> &'static str {
+        "done:conformance"
+    }
+
+    fn approval_text(&self, decision: &str) -> String {
+        match decision {
+            "approve_session" => "approval:allow:session",
+            "deny" => "approval:deny",
+            _ => "approval:allow",
+        }
+        .to_owned()
+    }
+
+    fn drop_code(&self) -> &'static str {
+        "AGENT_PROVIDER_ERROR"
     }
 }
 
@@ -483,7 +553,7 @@ fn transport_drop(rig: &dyn RuntimeRig) {
     let task = running.submit(rig, rig.prompt(Script::Drop), json!({}));
     let view = running.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "failed", "{view}");
-    assert_eq!(view["error_code"], "AGENT_PROVIDER_DISCONNECTED", "{view}");
+    assert_eq!(view["error_code"], rig.drop_code(), "{view}");
     // The runtime is still usable once the provider side of the lost turn
     // is over; until then the workdir stays blocked for a provider that
     // may still write (the next writer's reconciliation decides).

@@ -109,13 +109,18 @@ fn a_runtime_this_build_lacks_is_refused() {
     let setup = Setup::new().without_workdirs().workdir(Workdir::new(
         "demo",
         "workspace-write",
-        &["claude"],
+        &["acp-opencode"],
     ));
-    assert_config_error(&setup, "claude", &[]);
+    assert_config_error(
+        &setup,
+        "runtime acp-opencode is not provided by this build",
+        &[],
+    );
 }
 
-/// The daemon's PATH holds no `codex`: enabling the runtime names the
-/// missing executable at start-up instead of failing every task later.
+/// The daemon's PATH holds no `codex` (nor `claude`, `qodercli`): enabling
+/// the runtime names the missing executable at start-up instead of failing
+/// every task later.
 #[test]
 fn a_codex_runtime_without_its_executable_is_refused() {
     let setup = Setup::new().without_workdirs().workdir(Workdir::new(
@@ -124,6 +129,15 @@ fn a_codex_runtime_without_its_executable_is_refused() {
         &["codex"],
     ));
     assert_config_error(&setup, "codex_bin", &[]);
+    // Likewise the stream-json CLIs.
+    for (runtime, key) in [("claude", "agent.claude_bin"), ("qoder", "agent.qoder_bin")] {
+        let setup = Setup::new().without_workdirs().workdir(Workdir::new(
+            "demo",
+            "workspace-write",
+            &[runtime],
+        ));
+        assert_config_error(&setup, &format!("{key}: "), &[]);
+    }
 }
 
 #[test]

@@ -9,3 +9,4 @@ mod daemon_recovery;
 mod rpc;
 mod service;
 mod store;
+mod stream_json;

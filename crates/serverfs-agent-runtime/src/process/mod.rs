@@ -108,6 +108,7 @@ pub struct ProviderCommand {
     args: Vec<OsString>,
     working_dir: PathBuf,
     env: Vec<(String, String)>,
+    passthrough: Vec<String>,
     inherited: Option<Vec<(String, String)>>,
     proxy: ProxyPolicy,
     stderr_capacity: usize,
@@ -127,6 +128,7 @@ impl ProviderCommand {
             args: Vec::new(),
             working_dir: working_dir.into(),
             env: Vec::new(),
+            passthrough: Vec::new(),
             inherited: None,
             proxy: ProxyPolicy::disabled(),
             stderr_capacity: DEFAULT_STDERR_CAPACITY,
@@ -149,6 +151,21 @@ impl ProviderCommand {
     /// are refused at spawn (see [`provider_environment`]). Default: none.
     pub fn env(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Self {
         self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Hands these variables of the Bridge's own environment to the
+    /// provider, beside the allowlist: an operator's explicit choice for
+    /// one runtime (`<runtime>_env_passthrough`), typically its API key. A
+    /// name the Bridge's environment lacks is skipped; a fixed pair of the
+    /// same name wins; a proxy variable or reserved prefix is refused at
+    /// spawn as for fixed pairs. Default: none.
+    pub fn pass_through<I, S>(&mut self, names: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.passthrough.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -203,15 +220,23 @@ impl ProviderCommand {
                 CommandProblem::WorkingDirectoryNotAbsolute,
             ));
         }
-        let env = match &self.inherited {
-            Some(vars) => provider_environment(vars.iter().cloned(), &self.env, &self.proxy)?,
-            None => {
-                let vars = std::env::vars_os().filter_map(|(name, value)| {
+        let inherited: Vec<(String, String)> = match &self.inherited {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os()
+                .filter_map(|(name, value)| {
                     Some((name.into_string().ok()?, value.into_string().ok()?))
-                });
-                provider_environment(vars, &self.env, &self.proxy)?
-            }
+                })
+                .collect(),
         };
+        let mut extra = self.env.clone();
+        for name in &self.passthrough {
+            let fixed = extra.iter().any(|(fixed, _)| fixed == name);
+            let value = inherited.iter().find(|(inherited, _)| inherited == name);
+            if let (false, Some((_, value))) = (fixed, value) {
+                extra.push((name.clone(), value.clone()));
+            }
+        }
+        let env = provider_environment(inherited, &extra, &self.proxy)?;
 
         let mut command = Command::new(&self.executable);
         command
@@ -261,6 +286,7 @@ impl fmt::Debug for ProviderCommand {
         f.debug_struct("ProviderCommand")
             .field("args", &self.args.len())
             .field("env_names", &env_names)
+            .field("passthrough", &self.passthrough)
             .field("inherited_override", &self.inherited.is_some())
             .field("proxy", &self.proxy)
             .field("stderr_capacity", &self.stderr_capacity)

@@ -185,3 +185,42 @@ async fn the_real_environment_is_cleared_down_to_the_allowlist() {
     }
     assert!(!seen.contains_key("CARGO_MANIFEST_DIR"));
 }
+
+#[tokio::test]
+async fn passed_through_names_reach_the_child_and_nothing_else_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inherited = hostile_inherited();
+    inherited.push((
+        "ANTHROPIC_API_KEY".to_owned(),
+        "sk-ant-for-claude".to_owned(),
+    ));
+    let mut command = ProviderCommand::new(ENV, dir.path());
+    command
+        .inherited_env(inherited.clone())
+        // A key the operator hands over, one the Bridge lacks (skipped),
+        // and a fixed pair that wins over its inherited namesake.
+        .pass_through(["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "LANG"])
+        .env("LANG", "en_US.UTF-8");
+    let seen = child_environment(&mut command).await;
+    assert_eq!(
+        seen.get("ANTHROPIC_API_KEY").map(String::as_str),
+        Some("sk-ant-for-claude")
+    );
+    assert!(!seen.contains_key("OPENAI_API_KEY"));
+    assert_eq!(seen.get("LANG").map(String::as_str), Some("en_US.UTF-8"));
+    for name in LEAKY {
+        assert!(!seen.contains_key(*name), "{name} leaked");
+    }
+
+    // A proxy variable cannot be smuggled in by passthrough.
+    let mut command = ProviderCommand::new(ENV, dir.path());
+    command
+        .inherited_env(inherited)
+        .pass_through(["HTTPS_PROXY"]);
+    assert!(matches!(
+        command.spawn(),
+        Err(serverfs_agent_runtime::ProcessError::InvalidCommand(
+            serverfs_agent_runtime::CommandProblem::ForbiddenEnvironmentName
+        ))
+    ));
+}

@@ -23,6 +23,7 @@ use super::Server;
 /// `workspace-write` with the `fake` runtime) plus whatever is added.
 pub struct AgentEnvBuilder {
     enabled: bool,
+    bridge_env: Vec<(String, String)>,
     agent: Vec<String>,
     demo: Vec<String>,
     workdirs: Vec<(String, String)>,
@@ -32,6 +33,13 @@ impl AgentEnvBuilder {
     /// `[agent] enabled = false`, and `demo` without an agent mode.
     pub fn bridge_disabled(mut self) -> Self {
         self.enabled = false;
+        self
+    }
+
+    /// Adds a variable to the Bridge's environment (which the Bridge keeps
+    /// from its providers unless a passthrough list names it).
+    pub fn bridge_env(mut self, name: &str, value: &str) -> Self {
+        self.bridge_env.push((name.to_owned(), value.to_owned()));
         self
     }
 
@@ -67,17 +75,25 @@ impl AgentEnvBuilder {
             .agent("enabled", if self.enabled { "true" } else { "false" })
             .workdir(Workdir::with_lines("demo", "work", &demo));
         for line in &self.agent {
-            let (key, value) = line
-                .split_once('=')
-                .unwrap_or_else(|| panic!("not a `key = value` line: {line}"));
-            setup = setup.agent(key.trim(), value.trim());
+            setup = with_agent_line(setup, line);
         }
         for (alias, lines) in &self.workdirs {
             setup = setup.workdir(Workdir::with_lines(alias, alias, lines));
         }
+        for (name, value) in &self.bridge_env {
+            setup = setup.env(name, value);
+        }
         setup.write_config();
         AgentEnv { setup }
     }
+}
+
+/// `setup` with the raw `key = value` line in its `[agent]` table.
+fn with_agent_line(setup: Setup, line: &str) -> Setup {
+    let (key, value) = line
+        .split_once('=')
+        .unwrap_or_else(|| panic!("not a `key = value` line: {line}"));
+    setup.agent(key.trim(), value.trim())
 }
 
 /// One temporary directory and the configuration both processes read.
@@ -91,10 +107,19 @@ impl AgentEnv {
     pub fn builder() -> AgentEnvBuilder {
         AgentEnvBuilder {
             enabled: true,
+            bridge_env: Vec::new(),
             agent: vec!["result_spool_threshold_bytes = 1024".to_owned()],
             demo: vec!["agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]".to_owned()],
             workdirs: Vec::new(),
         }
+    }
+
+    /// Adds a raw `key = value` line to the `[agent]` table, for settings
+    /// that name something inside [`root`](Self::root).
+    pub fn with_agent_line(self, line: &str) -> AgentEnv {
+        let setup = with_agent_line(self.setup, line);
+        setup.write_config();
+        AgentEnv { setup }
     }
 
     /// The temporary directory.

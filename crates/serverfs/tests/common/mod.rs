@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod bridge;
+pub mod e2e;
 pub mod surface;
 
 use std::process::Stdio;

@@ -16,34 +16,17 @@
 //! approval, which is how the scripted model exercises approvals.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use serverfs_testkit::{MockModel, Reply, Rule, Script};
 
-use crate::common::Server;
-use crate::common::bridge::{AgentEnv, Bridge};
-
-/// How long a real Codex turn may take here.
-const TURN: Duration = Duration::from_secs(60);
+use crate::common::bridge::AgentEnv;
+use crate::common::e2e::{AgentRig, agent_cli, toml_path};
 
 /// The CLI under test, or `None` (with a note) when not configured.
 fn codex() -> Option<PathBuf> {
-    match std::env::var_os("SERVERFS_E2E_CODEX") {
-        Some(path) => {
-            let path = PathBuf::from(path);
-            assert!(
-                path.is_absolute() && path.is_file(),
-                "SERVERFS_E2E_CODEX={} is not an absolute path to a file",
-                path.display()
-            );
-            Some(path)
-        }
-        None => {
-            eprintln!("skipped: set SERVERFS_E2E_CODEX (scripts/e2e-codex.sh does)");
-            None
-        }
-    }
+    agent_cli("SERVERFS_E2E_CODEX", "scripts/e2e-codex.sh")
 }
 
 /// The scripted model: `make-file` asks to run an escalated command, then
@@ -88,119 +71,17 @@ fn codex_home(root: &Path, model: &MockModel) -> PathBuf {
     home
 }
 
-struct Rig {
-    env: AgentEnv,
-    model: MockModel,
-    bridge: Option<Bridge>,
-    server: Server,
-    /// Codex's throw-away home (configuration, sessions, logs).
-    _home: tempfile::TempDir,
-}
-
-async fn rig(codex: &Path) -> Rig {
+async fn rig(codex: &Path) -> AgentRig {
     let model = MockModel::start(script()).unwrap();
-    let home_dir = tempfile::Builder::new().prefix("sfcx").tempdir().unwrap();
-    let home = codex_home(home_dir.path(), &model);
     let env = AgentEnv::builder()
-        .agent(&format!("codex_bin = {:?}", codex.to_str().unwrap()))
-        .agent(&format!("codex_home = {:?}", home.to_str().unwrap()))
-        .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]")
-        .build();
-    let bridge = env.start_bridge();
-    let server = env.start_server().await;
-    Rig {
-        env,
-        model,
-        bridge: Some(bridge),
-        server,
-        _home: home_dir,
-    }
-}
-
-impl Rig {
-    async fn submit(&self, args: Value) -> String {
-        let mut full = json!({ "runtime": "codex", "workdir": "demo" });
-        for (key, value) in args.as_object().unwrap() {
-            full[key] = value.clone();
-        }
-        self.server.ok("submit_agent_task", full).await["task_id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    async fn task(&self, task: &str) -> Value {
-        self.server
-            .ok(
-                "get_agent_task",
-                json!({ "task_id": task, "wait_seconds": 2 }),
-            )
-            .await
-    }
-
-    /// Polls until `done(view)`; panics with the Bridge's log otherwise.
-    async fn until(&self, task: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TURN;
-        loop {
-            let view = self.task(task).await;
-            if done(&view) {
-                return view;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: {view}\nbridge log:\n{}",
-                self.bridge.as_ref().map(|b| b.stderr()).unwrap_or_default()
-            );
-        }
-    }
-
-    async fn approval(&self, task: &str) -> Value {
-        self.until(task, "waiting for the approval", |view| {
-            view["status"] == "waiting_for_approval"
-        })
-        .await
-    }
-
-    async fn finished(&self, task: &str) -> Value {
-        self.until(task, "finishing", |view| view["completed_at"].is_number())
-            .await
-    }
-
-    /// Waits until Codex has called the model (the turn is in flight).
-    async fn model_asked(&self) {
-        let deadline = Instant::now() + TURN;
-        while self.model.requests().is_empty() {
-            assert!(Instant::now() < deadline, "codex never called the model");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn created_file(&self) -> PathBuf {
-        self.env.work().join("created_by_mock.txt")
-    }
-}
-
-/// Processes whose command line mentions `codex` and whose working
-/// directory or arguments belong to this rig's temp directory.
-fn codex_processes(rig: &Rig) -> Vec<i32> {
-    let root = rig.env.root().to_string_lossy().into_owned();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let environ = std::fs::read(entry.path().join("environ"))
-            .map(|e| String::from_utf8_lossy(&e).into_owned())
-            .unwrap_or_default();
-        if cmdline.contains("codex") && environ.contains(&root) {
-            found.push(pid);
-        }
-    }
-    found
+        .agent(&format!("codex_bin = {}", toml_path(codex)))
+        .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]");
+    // Codex's throw-away home (configuration, sessions, logs) lives in the
+    // rig's directory; the file is written before the Bridge starts.
+    let env = env.build();
+    let home = codex_home(env.root(), &model);
+    let env = env.with_agent_line(&format!("codex_home = {}", toml_path(&home)));
+    AgentRig::start(env, model, "codex", "codex").await
 }
 
 #[tokio::test]
@@ -235,12 +116,7 @@ async fn approve_once_runs_the_command_and_the_task_succeeds() {
     assert!(!text.contains(rig.env.root().to_str().unwrap()), "{text}");
     assert!(!rig.created_file().exists());
 
-    rig.server
-        .ok(
-            "respond_agent_approval",
-            json!({ "task_id": task, "request_id": request["request_id"], "decision": "approve_once" }),
-        )
-        .await;
+    rig.respond(&task, &waiting, "approve_once").await;
     let done = rig.finished(&task).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["final_response"], "FILE_DONE");
@@ -273,16 +149,7 @@ async fn deny_leaves_no_file() {
         // cancel the task.
         "cancel_task"
     };
-    rig.server
-        .ok(
-            "respond_agent_approval",
-            json!({
-                "task_id": task,
-                "request_id": waiting["pending_request"]["request_id"],
-                "decision": decision,
-            }),
-        )
-        .await;
+    rig.respond(&task, &waiting, decision).await;
     let done = rig.finished(&task).await;
     assert!(
         ["succeeded", "cancelled"].contains(&done["status"].as_str().unwrap()),
@@ -298,37 +165,15 @@ async fn cancel_mid_turn_leaves_no_codex_process_and_frees_the_workdir() {
     let task = rig.submit(json!({ "prompt": "be slow please" })).await;
     // The model has been asked: the turn is in flight.
     rig.model_asked().await;
-    assert!(!codex_processes(&rig).is_empty(), "no codex process seen");
+    assert!(!rig.agent_processes().is_empty(), "no codex process seen");
     let cancelled = rig
         .server
         .ok("cancel_agent_task", json!({ "task_id": task }))
         .await;
     assert_eq!(cancelled["status"], "cancelled");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !codex_processes(&rig).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "codex processes survived the cancel: {:?}",
-            codex_processes(&rig)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    rig.wait_no_agent_process("the cancel").await;
     // The writer lease is released once the provider is gone.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let written = rig
-            .server
-            .call(
-                "create_text_file",
-                json!({ "workdir": "demo", "path": "after-cancel.txt", "content": "x" }),
-            )
-            .await;
-        if written.is_error != Some(true) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the workdir stayed locked");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    rig.wait_writable("the cancel").await;
 }
 
 /// The body of every model request so far, in order.
@@ -395,7 +240,7 @@ async fn a_model_override_applies_to_its_own_task_only() {
         .collect();
     assert_eq!(models, [json!("override-model"), json!("mock-model")]);
     // The user's configuration is untouched.
-    let config = std::fs::read_to_string(rig._home.path().join("codex-home/config.toml")).unwrap();
+    let config = std::fs::read_to_string(rig.env.root().join("codex-home/config.toml")).unwrap();
     assert!(config.contains("model = \"mock-model\""), "{config}");
     assert!(!config.contains("override-model"), "{config}");
 }
@@ -406,48 +251,5 @@ async fn a_bridge_restart_mid_turn_reconciles_honestly() {
     let mut rig = rig(&codex).await;
     let task = rig.submit(json!({ "prompt": "be slow please" })).await;
     rig.model_asked().await;
-    rig.bridge.take().unwrap().kill();
-    // The Bridge is down: the agent tools say so at once.
-    assert_eq!(
-        rig.server
-            .err("get_agent_task", json!({ "task_id": task }))
-            .await,
-        "AGENT_BRIDGE_UNAVAILABLE"
-    );
-    // Codex's app-server loses its stdin with the Bridge and exits; its
-    // process group is what the recovery guard waits for.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !codex_processes(&rig).is_empty() {
-        assert!(Instant::now() < deadline, "codex outlived its Bridge");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    rig.bridge = Some(rig.env.start_bridge());
-    let view = rig.task(&task).await;
-    assert_eq!(view["status"], "interrupted", "{view}");
-    assert_eq!(view["error_code"], "BRIDGE_RESTARTED");
-    let events = rig
-        .server
-        .ok(
-            "read_agent_task_events",
-            json!({ "task_id": task, "after_event_id": 0, "limit": 500 }),
-        )
-        .await;
-    let reconciled = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["event_type"] == "task.reconciled")
-        .cloned()
-        .expect("a task.reconciled event");
-    assert_eq!(
-        reconciled["payload"]["provider_active"], false,
-        "{reconciled}"
-    );
-    // Nothing was re-run, and the workdir is usable again.
-    rig.server
-        .ok(
-            "create_text_file",
-            json!({ "workdir": "demo", "path": "after-restart.txt", "content": "x" }),
-        )
-        .await;
+    rig.crash_and_reconcile(&task).await;
 }

@@ -1,0 +1,6 @@
+//! `fake-claude`: a scripted stand-in for the `claude` CLI (see
+//! `serverfs_testkit::mock_stream_json`).
+
+fn main() -> std::process::ExitCode {
+    serverfs_testkit::mock_stream_json::run(serverfs_testkit::mock_stream_json::Cli::Claude)
+}
