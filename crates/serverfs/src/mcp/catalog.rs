@@ -10,6 +10,8 @@
 //! row without a handler, or whose handler takes other parameters or
 //! returns another result than the row declares, does not compile.
 
+use std::sync::Arc;
+
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
@@ -39,6 +41,7 @@ use super::results::{
     ListWorkdirsResult, ReadTextFileResult, SearchTextResult, StatFileResult,
     UploadBinaryFileResult,
 };
+use super::schema::{SchemaUse, portable};
 use crate::audit::AuditRecord;
 use crate::service::{AgentService, FileService};
 
@@ -413,13 +416,17 @@ fn tool<P: JsonSchema + 'static, R: JsonSchema + 'static>(
     // The parameter types are plain structs, so their schemas are objects;
     // should that ever break, publish an open object rather than refuse to
     // start.
-    let input = schema_for_input::<P>().unwrap_or_else(|_| {
-        let mut open = JsonObject::new();
-        open.insert("type".into(), json!("object"));
-        open.into()
-    });
+    let input = schema_for_input::<P>().map_or_else(
+        |_| {
+            let mut open = JsonObject::new();
+            open.insert("type".into(), json!("object"));
+            open
+        },
+        |generated| portable((*generated).clone(), SchemaUse::Input),
+    );
+    let output = portable((*schema_for_output::<R>()).clone(), SchemaUse::Output);
     Tool::new(name.as_str(), description, input)
-        .with_raw_output_schema(schema_for_output::<R>())
+        .with_raw_output_schema(Arc::new(output))
         .with_annotations(ToolAnnotations::from_raw(
             None,
             Some(read_only),

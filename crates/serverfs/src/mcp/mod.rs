@@ -8,6 +8,7 @@ pub(crate) mod error;
 pub(crate) mod params;
 mod resource;
 pub(crate) mod results;
+mod schema;
 
 use std::sync::Arc;
 

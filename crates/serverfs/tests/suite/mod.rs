@@ -17,6 +17,7 @@ mod paging;
 mod race;
 mod read_tools;
 mod resource;
+mod schemas;
 mod search;
 mod stdio;
 mod surface;
