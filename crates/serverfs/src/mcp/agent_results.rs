@@ -1,16 +1,16 @@
-//! One-line summaries of the agent tools' results. The structured content
-//! is the Bridge's own result (spec-agent-bridge.md §2.6), which never holds
-//! a provider-native id or a host path; the summary never repeats a prompt,
-//! response or answer.
+//! The text blocks of the agent tools' results. The structured content is
+//! the Bridge's own result (spec-agent-bridge.md §2.6), which never holds a
+//! provider-native id or a host path; the one-line summaries never repeat a
+//! prompt, response or answer.
 
 use serverfs_protocol::bridge::{
     InteractionResolved, ModelCatalog, RuntimeListResult, TaskCancelResult, TaskEventsResult,
     TaskMessageSendResult, TaskResultChunk, TaskSubmitResult, TaskView,
 };
 
-use super::results::Summary;
+use super::text::{Body, ModelText};
 
-impl Summary for RuntimeListResult {
+impl ModelText for RuntimeListResult {
     fn summary(&self) -> String {
         let names: Vec<String> = self
             .runtimes
@@ -32,13 +32,13 @@ impl Summary for RuntimeListResult {
     }
 }
 
-impl Summary for ModelCatalog {
+impl ModelText for ModelCatalog {
     fn summary(&self) -> String {
         format!("{} models of {}", self.models.len(), self.runtime)
     }
 }
 
-impl Summary for TaskSubmitResult {
+impl ModelText for TaskSubmitResult {
     fn summary(&self) -> String {
         format!(
             "task {} {}; poll get_agent_task (wait_seconds up to 45)",
@@ -48,7 +48,7 @@ impl Summary for TaskSubmitResult {
     }
 }
 
-impl Summary for TaskView {
+impl ModelText for TaskView {
     fn summary(&self) -> String {
         let mut line = format!("task {} {}", self.task_id, self.status.as_str());
         if let Some(request) = &self.pending_request {
@@ -66,9 +66,23 @@ impl Summary for TaskView {
         }
         line
     }
+
+    fn body(&self) -> Option<Body> {
+        let response = self.final_response.as_ref()?;
+        let whole = if self.final_response_truncated {
+            "only its start: read the rest with read_agent_task_result"
+        } else {
+            "whole"
+        };
+        Some(Body {
+            field: "final_response",
+            note: format!("<below: the agent's final response, verbatim ({whole})>"),
+            text: response.clone(),
+        })
+    }
 }
 
-impl Summary for TaskEventsResult {
+impl ModelText for TaskEventsResult {
     fn summary(&self) -> String {
         format!(
             "{} events; next_after_event_id {}",
@@ -78,7 +92,7 @@ impl Summary for TaskEventsResult {
     }
 }
 
-impl Summary for TaskResultChunk {
+impl ModelText for TaskResultChunk {
     fn summary(&self) -> String {
         format!(
             "bytes {}..{}{}",
@@ -87,9 +101,20 @@ impl Summary for TaskResultChunk {
             if self.eof { " (end)" } else { "" }
         )
     }
+
+    fn body(&self) -> Option<Body> {
+        Some(Body {
+            field: "text",
+            note: format!(
+                "<below: bytes {}..{} of the final response, verbatim>",
+                self.offset_bytes, self.next_offset_bytes
+            ),
+            text: self.text.clone(),
+        })
+    }
 }
 
-impl Summary for InteractionResolved {
+impl ModelText for InteractionResolved {
     fn summary(&self) -> String {
         format!(
             "request {} of task {} resolved",
@@ -98,13 +123,13 @@ impl Summary for InteractionResolved {
     }
 }
 
-impl Summary for TaskMessageSendResult {
+impl ModelText for TaskMessageSendResult {
     fn summary(&self) -> String {
         format!("message delivered to task {}", self.task_id)
     }
 }
 
-impl Summary for TaskCancelResult {
+impl ModelText for TaskCancelResult {
     fn summary(&self) -> String {
         format!("task {} {}", self.task_id, self.status.as_str())
     }

@@ -42,6 +42,7 @@ use super::results::{
     UploadBinaryFileResult,
 };
 use super::schema::{SchemaUse, portable};
+use super::text::TextContent;
 use crate::audit::AuditRecord;
 use crate::service::{AgentService, FileService};
 
@@ -144,11 +145,12 @@ macro_rules! tools {
                 agent: Option<&AgentService>,
                 arguments: Option<JsonObject>,
                 audit: &AuditRecord,
+                text: TextContent,
             ) -> Option<Result<CallToolResult, ToolError>> {
                 Some(match self {
                     $( ToolName::$variant => {
                         let service = kind_service!($kind, files, agent);
-                        run::<$params, $result, _, _, _>(arguments, |params| {
+                        run::<$params, $result, _, _, _>(arguments, text, |params| {
                             $handler(service, params, audit)
                         })
                         .await
@@ -451,9 +453,11 @@ fn with_default(mut tool: Tool, property: &str, value: u64) -> Tool {
 }
 
 /// Decodes the arguments as `P`, runs the handler, and renders its output,
-/// whose structured content is `R`, the published output schema.
+/// whose structured content is `R`, the published output schema, with its
+/// text block as `text` says.
 async fn run<P, R, O, F, Fut>(
     arguments: Option<JsonObject>,
+    text: TextContent,
     handler: F,
 ) -> Result<CallToolResult, ToolError>
 where
@@ -464,5 +468,5 @@ where
 {
     let params = serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
         .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))?;
-    handler(params).await?.into_tool_result()
+    handler(params).await?.into_tool_result(text)
 }

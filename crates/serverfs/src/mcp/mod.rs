@@ -9,6 +9,7 @@ pub(crate) mod params;
 mod resource;
 pub(crate) mod results;
 mod schema;
+pub(crate) mod text;
 
 use std::sync::Arc;
 
@@ -20,7 +21,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::Serialize;
 
 use crate::audit::AuditRecord;
 use crate::http::TokenName;
@@ -29,7 +29,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use catalog::ToolName;
 use error::ToolError;
-use results::{DownloadBinaryFileResult, Summary};
+use results::DownloadBinaryFileResult;
+use text::ModelText;
+pub use text::TextContent;
 
 /// What every client is told at `initialize`.
 const INSTRUCTIONS: &str = "ServerFS gives structured access to a fixed set of server \
@@ -47,11 +49,14 @@ pub struct ServerFs {
     /// The agent tools' Bridge client; `None` lists the base surface only.
     agent: Option<AgentService>,
     tools: Arc<Vec<Tool>>,
+    /// What the text block beside structured content carries.
+    text: TextContent,
 }
 
 impl ServerFs {
-    /// A server over `files`, with the agent tools when `agent` is given.
-    pub fn new(files: FileService, agent: Option<AgentService>) -> ServerFs {
+    /// A server over `files`, with the agent tools when `agent` is given,
+    /// rendering results' text blocks as `text` says.
+    pub fn new(files: FileService, agent: Option<AgentService>, text: TextContent) -> ServerFs {
         let tools = Arc::new(catalog::tools(
             files.settings(),
             files.binary_tools_enabled(),
@@ -61,6 +66,7 @@ impl ServerFs {
             files,
             agent,
             tools,
+            text,
         }
     }
 
@@ -80,7 +86,13 @@ impl ServerFs {
         let audit = AuditRecord::start(tool.as_str());
         audit.set(|a| a.token_name = token_name);
         let outcome = tool
-            .call(&self.files, self.agent.as_ref(), arguments, &audit)
+            .call(
+                &self.files,
+                self.agent.as_ref(),
+                arguments,
+                &audit,
+                self.text,
+            )
             .await?;
         audit.finish(outcome.as_ref().err().map(|e| e.code));
         Some(outcome)
@@ -164,30 +176,33 @@ trait ToolOutput {
     /// `outputSchema`; the tool table checks it against each row's result.
     type Structured;
 
-    fn into_tool_result(self) -> Result<CallToolResult, ToolError>;
+    /// The result, its text block rendered as `text` says.
+    fn into_tool_result(self, text: TextContent) -> Result<CallToolResult, ToolError>;
 }
 
-/// Structured content plus its one-line summary: every result with a text
-/// rendering, so a new result type needs only its [`Summary`].
-impl<T: Summary + Serialize> ToolOutput for T {
+/// Structured content plus its text block: every result with a
+/// [`ModelText`], so a new result type needs only that.
+impl<T: ModelText> ToolOutput for T {
     type Structured = T;
 
-    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
-        let summary = self.summary();
-        let value = serde_json::to_value(&self)
+    fn into_tool_result(self, text: TextContent) -> Result<CallToolResult, ToolError> {
+        let mut value = serde_json::to_value(&self)
             .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
-        let mut out = CallToolResult::success(vec![ContentBlock::text(summary)]);
+        let text = text::render(&self, &mut value, text);
+        let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
         out.structured_content = Some(value);
         Ok(out)
     }
 }
 
 /// A download: the bytes as one embedded blob resource (never duplicated
-/// as text), the metadata as structured content.
+/// as text), the metadata as structured content. No text block: the
+/// shared test helpers still expect one content block here (issue 17 notes
+/// the change they need before the metadata can be repeated as text).
 impl ToolOutput for Download {
     type Structured = DownloadBinaryFileResult;
 
-    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+    fn into_tool_result(self, _text: TextContent) -> Result<CallToolResult, ToolError> {
         let uri = resource::uri(&self.meta.workdir, &self.meta.path);
         let blob = ResourceContents::blob(BASE64.encode(&self.data), uri)
             .with_mime_type(self.meta.mime_type.clone());

@@ -12,6 +12,7 @@ mod hostile_paths;
 mod http;
 mod lease;
 mod logging;
+mod model_text;
 mod mutations;
 mod paging;
 mod race;
