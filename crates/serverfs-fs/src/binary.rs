@@ -3,7 +3,11 @@
 use rustix::fs::fstat;
 use sha2::{Digest, Sha256};
 
-use crate::{FsError, RelPath, Revision, Workdir};
+use crate::{Control, FsError, RelPath, Revision, Workdir};
+
+/// The most a range read asks of the kernel at once: between two chunks it
+/// counts its progress and looks for a cancellation.
+pub const READ_CHUNK_BYTES: usize = 1 << 20;
 
 /// Which bytes to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,18 +39,20 @@ pub struct BytesRead {
 impl Workdir {
     /// Reads `range` of the regular file at `path`. When `expected` is
     /// given (the revision of a previous range), the file must still have
-    /// it, so that ranges of different versions are never mixed.
+    /// it, so that ranges of different versions are never mixed. `control`
+    /// counts the bytes read and can stop the read between chunks.
     ///
     /// # Errors
     ///
     /// The type codes; `REVISION_CONFLICT` (`expected` given and stale);
     /// `BINARY_FILE_TOO_LARGE` (whole-file read over the limit);
-    /// `FILE_CHANGED_DURING_READ`.
+    /// `FILE_CHANGED_DURING_READ`; `REQUEST_CANCELLED`.
     pub fn read_bytes(
         &self,
         path: &RelPath,
         range: ByteRange,
         expected: Option<&str>,
+        control: &Control,
     ) -> Result<BytesRead, FsError> {
         let (fd, stat) = self.open_file(path)?;
         let revision = Revision::from_stat(&stat);
@@ -66,12 +72,17 @@ impl Workdir {
         let mut data = vec![0u8; usize::try_from(len).unwrap_or(0)];
         let mut filled = 0usize;
         while filled < data.len() {
-            let n = rustix::io::pread(&fd, &mut data[filled..], start + filled as u64)
+            if control.is_cancelled() {
+                return Err(FsError::Cancelled);
+            }
+            let end = data.len().min(filled + READ_CHUNK_BYTES);
+            let n = rustix::io::pread(&fd, &mut data[filled..end], start + filled as u64)
                 .map_err(FsError::from_errno)?;
             if n == 0 {
                 break; // shrank under us; caught by the revision check below
             }
             filled += n;
+            control.advance(n as u64);
         }
         if Revision::from_stat(&fstat(&fd).map_err(FsError::from_errno)?) != revision
             || filled != data.len()

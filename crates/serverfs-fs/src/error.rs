@@ -144,6 +144,9 @@ pub enum FsError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The caller stopped the operation through its [`Control`](crate::Control).
+    #[error("cancelled by the client")]
+    Cancelled,
     /// A whole-file binary read over the limit.
     #[error(
         "file is larger than the binary transfer limit of {limit} bytes; read it in ranges with offset and max_bytes"
@@ -191,6 +194,7 @@ impl FsError {
             FsError::MutationIo { .. } => ErrorCode::MutationIoError,
             FsError::BinaryTooLarge { .. } => ErrorCode::BinaryFileTooLarge,
             FsError::InvalidPattern { .. } => ErrorCode::InvalidPattern,
+            FsError::Cancelled => ErrorCode::RequestCancelled,
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::walk::{FileVisit, FileVisitor, StopReason, WalkOptions};
-use crate::{FsError, RelPath, Workdir};
+use crate::{Control, FsError, RelPath, Workdir};
 
 /// A compiled `find_files` pattern.
 ///
@@ -107,16 +107,19 @@ impl Workdir {
     /// Finds regular files beneath the directory `start` matching
     /// `pattern`. Results are complete up to the entry cap and sorted, so
     /// they are deterministic; symlinks are never followed or returned.
+    /// `control` counts the entries visited and can stop the walk.
     ///
     /// # Errors
     ///
     /// The directory resolution codes for `start` (`PATH_NOT_FOUND`,
-    /// `NOT_A_DIRECTORY`, `SYMLINK_NOT_ALLOWED`, …), `RESOURCE_EXHAUSTED`.
+    /// `NOT_A_DIRECTORY`, `SYMLINK_NOT_ALLOWED`, …), `RESOURCE_EXHAUSTED`,
+    /// `REQUEST_CANCELLED` once `control` is cancelled.
     pub fn find_files(
         &self,
         start: &RelPath,
         pattern: &NamePattern,
         limits: FindLimits,
+        control: &Control,
     ) -> Result<FindResult, FsError> {
         drop(self.open_directory(start)?);
         let collect = Collect {
@@ -130,7 +133,10 @@ impl Workdir {
             deadline: None,
             threads: limits.threads,
         };
-        let report = self.walk(start, options, &collect)?;
+        let report = self.walk(start, options, &collect, control)?;
+        if report.stopped == Some(StopReason::Cancelled) {
+            return Err(FsError::Cancelled);
+        }
         let mut matches = collect
             .found
             .into_inner()

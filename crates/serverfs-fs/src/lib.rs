@@ -25,6 +25,7 @@
 
 mod binary;
 mod cleanup;
+mod control;
 mod edit;
 mod error;
 mod find;
@@ -44,8 +45,9 @@ mod timefmt;
 mod walk;
 mod workdir;
 
-pub use binary::{ByteRange, BytesRead};
+pub use binary::{ByteRange, BytesRead, READ_CHUNK_BYTES};
 pub use cleanup::CleanupReport;
+pub use control::Control;
 pub use edit::{EditLimits, EditOutcome, MAX_DIFF_BYTES, TextEdit, apply_edits};
 pub use error::FsError;
 pub use find::{FindLimits, FindResult, NamePattern};

@@ -20,7 +20,7 @@ use rustix::fs::{FileType, Mode, OFlags, fstat, openat};
 use rustix::io::Errno;
 
 use crate::walk::{FileVisit, FileVisitor, StopReason, WalkOptions};
-use crate::{FsError, RelPath, Workdir};
+use crate::{Control, FsError, RelPath, Workdir};
 
 /// What to look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +148,7 @@ struct Search<'a> {
     query: &'a SearchQuery,
     limits: SearchLimits,
     deadline: Instant,
+    control: &'a Control,
     found: Mutex<Vec<SearchMatch>>,
     count: AtomicUsize,
     bytes: AtomicUsize,
@@ -268,7 +269,7 @@ impl FileVisitor for Search<'_> {
     }
 
     fn visit(&self, searcher: &mut Searcher, file: FileVisit<'_>) -> Result<bool, FsError> {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.stop.load(Ordering::Relaxed) || self.control.is_cancelled() {
             return Ok(false);
         }
         if Instant::now() >= self.deadline {
@@ -340,11 +341,12 @@ impl FileSink<'_, '_> {
                 is_match,
             });
         }
-        // Stop this file when the whole search is over or out of time.
+        // Stop this file when the whole search is over, out of time or
+        // cancelled (a file with many matches is otherwise read to its end).
         if Instant::now() >= search.deadline {
             search.halt(TIMEOUT);
         }
-        !file_full && !search.stop.load(Ordering::Relaxed)
+        !file_full && !search.stop.load(Ordering::Relaxed) && !search.control.is_cancelled()
     }
 }
 
@@ -379,17 +381,20 @@ fn cut(text: &str, max: usize) -> (String, bool) {
 
 impl Workdir {
     /// Searches the files beneath the directory `start` for `query`.
+    /// `control` counts the entries visited and can stop the search.
     ///
     /// # Errors
     ///
     /// `INVALID_PATTERN` (regex or glob that does not compile, or exceeds
     /// the size limit), the directory resolution codes for `start`,
-    /// `RESOURCE_EXHAUSTED`. Caps are not errors.
+    /// `RESOURCE_EXHAUSTED`, `REQUEST_CANCELLED` once `control` is
+    /// cancelled. Caps are not errors.
     pub fn search_text(
         &self,
         start: &RelPath,
         query: &SearchQuery,
         limits: SearchLimits,
+        control: &Control,
     ) -> Result<SearchResult, FsError> {
         let matcher = RegexMatcherBuilder::new()
             .fixed_strings(!query.regex)
@@ -411,6 +416,7 @@ impl Workdir {
             query,
             limits,
             deadline: started + limits.timeout,
+            control,
             found: Mutex::new(Vec::new()),
             count: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
@@ -426,12 +432,16 @@ impl Workdir {
             deadline: Some(search.deadline),
             threads: limits.threads,
         };
-        let report = self.walk(start, options, &search)?;
+        let report = self.walk(start, options, &search, control)?;
+        // A cancel seen only by the visitor stops the walk as `Visitor`.
+        if report.stopped == Some(StopReason::Cancelled) || control.is_cancelled() {
+            return Err(FsError::Cancelled);
+        }
         let mut reason = *search.reason.lock().unwrap_or_else(|e| e.into_inner());
         match report.stopped {
             Some(StopReason::WalkLimit) => reason = reason.or(Some(WALK_LIMIT)),
             Some(StopReason::Timeout) => reason = reason.or(Some(TIMEOUT)),
-            Some(StopReason::Visitor) | None => {}
+            Some(StopReason::Visitor | StopReason::Cancelled) | None => {}
         }
         let mut matches = search.found.into_inner().unwrap_or_else(|e| e.into_inner());
         matches.sort_by_cached_key(|m| (m.path.as_string(), m.line));

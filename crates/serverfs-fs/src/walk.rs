@@ -17,7 +17,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -26,7 +26,7 @@ use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fstat, openat, statat};
 use rustix::io::Errno;
 
-use crate::{FsError, RelPath, Workdir};
+use crate::{Control, FsError, RelPath, Workdir};
 
 /// Largest ignore file read; longer ones are read up to this size.
 const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
@@ -56,6 +56,8 @@ pub(crate) enum StopReason {
     WalkLimit,
     /// The deadline passed.
     Timeout,
+    /// The caller cancelled through its [`Control`].
+    Cancelled,
 }
 
 /// What the visitor is told about each regular file.
@@ -148,13 +150,16 @@ struct Shared<'v, V> {
     ready: Condvar,
     stop: AtomicBool,
     stopped: Mutex<Option<StopReason>>,
-    visited: AtomicU64,
+    /// Counts the entries visited (the walk's progress, and what
+    /// `max_entries` bounds) and carries the caller's cancellation.
+    control: &'v Control,
     error: Mutex<Option<FsError>>,
 }
 
 impl Workdir {
     /// Walks the directory `start` (already resolved and checked by the
-    /// caller) and calls `visitor` for every visible regular file.
+    /// caller) and calls `visitor` for every visible regular file, counting
+    /// each entry visited into `control` and stopping when it is cancelled.
     ///
     /// # Errors
     ///
@@ -166,6 +171,7 @@ impl Workdir {
         start: &RelPath,
         options: WalkOptions,
         visitor: &V,
+        control: &Control,
     ) -> Result<WalkReport, FsError> {
         // A VCS directory is never searched, even when named as the start.
         if options.skip_vcs
@@ -195,7 +201,7 @@ impl Workdir {
             ready: Condvar::new(),
             stop: AtomicBool::new(false),
             stopped: Mutex::new(None),
-            visited: AtomicU64::new(0),
+            control,
             error: Mutex::new(None),
         };
         std::thread::scope(|scope| {
@@ -208,7 +214,7 @@ impl Workdir {
         }
         let stopped = *lock(&shared.stopped);
         Ok(WalkReport {
-            visited: shared.visited.load(Ordering::Relaxed),
+            visited: control.done(),
             stopped,
         })
     }
@@ -364,7 +370,7 @@ impl<V: FileVisitor> Shared<'_, V> {
             if name == "." || name == ".." {
                 continue;
             }
-            if self.visited.fetch_add(1, Ordering::Relaxed) >= self.options.max_entries {
+            if self.control.advance(1) >= self.options.max_entries {
                 return self.halt(StopReason::WalkLimit);
             }
             if self
@@ -373,6 +379,9 @@ impl<V: FileVisitor> Shared<'_, V> {
                 .is_some_and(|deadline| Instant::now() >= deadline)
             {
                 return self.halt(StopReason::Timeout);
+            }
+            if self.control.is_cancelled() {
+                return self.halt(StopReason::Cancelled);
             }
             if !self.workdir.policy().is_visible(&job.path, name)
                 || (self.options.skip_vcs && VCS_DIRS.contains(&name))

@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use rustix::fs::{FileType, Mode, mknodat};
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-use serverfs_fs::{FindLimits, NamePattern, PathPolicy, SearchLimits, SearchQuery, Workdir};
+use serverfs_fs::{
+    Control, FindLimits, NamePattern, PathPolicy, SearchLimits, SearchQuery, Workdir,
+};
 use serverfs_protocol::ErrorCode;
 use serverfs_testkit::TempWorkdir;
 
@@ -238,7 +240,12 @@ fn walks_more_directories_than_descriptors() {
         // with one walker and with several.
         for threads in [1, 4] {
             let found = w
-                .find_files(&root, &target_pattern, find_limits(100, threads))
+                .find_files(
+                    &root,
+                    &target_pattern,
+                    find_limits(100, threads),
+                    &Control::new(),
+                )
                 .unwrap_or_else(|e| panic!("{resolver:?}, {threads} thread(s): find: {e}"));
             let paths: Vec<String> = found.matches.iter().map(|p| p.as_string()).collect();
             assert_eq!(paths, targets, "{resolver:?}, {threads} thread(s)");
@@ -246,7 +253,7 @@ fn walks_more_directories_than_descriptors() {
         }
         // 5,000 matches: the first 100 in path order, truncated by the limit.
         let found = w
-            .find_files(&root, &some, find_limits(100, 4))
+            .find_files(&root, &some, find_limits(100, 4), &Control::new())
             .unwrap_or_else(|e| panic!("{resolver:?}: find f00?: {e}"));
         let paths: Vec<String> = found.matches.iter().map(|p| p.as_string()).collect();
         assert_eq!(paths, some_files[..100], "{resolver:?}");
@@ -256,7 +263,7 @@ fn walks_more_directories_than_descriptors() {
         );
         // Every file opened and searched, the needle found in each target.
         let result = w
-            .search_text(&root, &needle(), search_limits(4))
+            .search_text(&root, &needle(), search_limits(4), &Control::new())
             .unwrap_or_else(|e| panic!("{resolver:?}: search: {e}"));
         let hit: Vec<String> = result.matches.iter().map(|m| m.path.as_string()).collect();
         assert_eq!(hit, targets, "{resolver:?}");
@@ -282,8 +289,9 @@ fn walks_more_directories_than_descriptors() {
         for threads in [1, 2, 4] {
             for headroom in 0..=8usize {
                 set_soft(&original, limit_leaving(&open, headroom));
-                let find = w.find_files(&small, &txt, find_limits(1000, threads));
-                let search = w.search_text(&small, &needle(), search_limits(threads));
+                let find = w.find_files(&small, &txt, find_limits(1000, threads), &Control::new());
+                let search =
+                    w.search_text(&small, &needle(), search_limits(threads), &Control::new());
                 set_soft(&original, NOFILE);
                 let label = format!("{resolver:?}, {threads} thread(s), {headroom} spare");
                 match find {

@@ -73,6 +73,8 @@ error_codes! {
     InvalidResourceUri => "INVALID_RESOURCE_URI",
     /// An internal failure that is not the caller's fault.
     InternalError => "INTERNAL_ERROR",
+    /// The client cancelled the call (`notifications/cancelled`) before it finished.
+    RequestCancelled => "REQUEST_CANCELLED",
     /// A mutation on a workdir configured read-only.
     WorkdirReadOnly => "WORKDIR_READ_ONLY",
     /// A mutation whose path is the workdir root.
@@ -154,6 +156,7 @@ mod tests {
                 "RESOURCE_TOO_LARGE",
                 "INVALID_RESOURCE_URI",
                 "INTERNAL_ERROR",
+                "REQUEST_CANCELLED",
                 "WORKDIR_READ_ONLY",
                 "ROOT_MUTATION_NOT_ALLOWED",
                 "PATH_ALREADY_EXISTS",

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serverfs_fs::{
-    FindLimits, FindResult, NamePattern, PathPolicy, SearchLimits, SearchQuery, SearchResult,
-    Workdir,
+    Control, FindLimits, FindResult, NamePattern, PathPolicy, SearchLimits, SearchQuery,
+    SearchResult, Workdir,
 };
 use serverfs_protocol::ErrorCode;
 use serverfs_testkit::{OUTSIDE_SECRET, TempWorkdir};
@@ -52,7 +52,8 @@ fn find_in(
 ) -> Result<FindResult, ErrorCode> {
     let pattern = NamePattern::new(pattern).map_err(|e| e.code())?;
     let path = w.parse_path(path).map_err(|e| e.code())?;
-    w.find_files(&path, &pattern, limits).map_err(|e| e.code())
+    w.find_files(&path, &pattern, limits, &Control::new())
+        .map_err(|e| e.code())
 }
 
 fn paths(result: &FindResult) -> Vec<String> {
@@ -97,7 +98,8 @@ fn search_in(
     limits: SearchLimits,
 ) -> Result<SearchResult, ErrorCode> {
     let path = w.parse_path(path).map_err(|e| e.code())?;
-    w.search_text(&path, query, limits).map_err(|e| e.code())
+    w.search_text(&path, query, limits, &Control::new())
+        .map_err(|e| e.code())
 }
 
 /// A search that must succeed and cover everything.

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use serverfs_fs::{ByteRange, EditLimits, FsError, RelPath, TextEdit};
+use serverfs_fs::{ByteRange, Control, EditLimits, FsError, RelPath, TextEdit};
 use serverfs_protocol::ErrorCode;
 
 use crate::harness::open;
@@ -279,7 +279,7 @@ fs_test!(ranged_reads_and_stale_temp_cleanup, |t, resolver| {
             limit: 4096,
         };
         let piece = w
-            .read_bytes(&p("blob.bin"), range, revision.as_deref())
+            .read_bytes(&p("blob.bin"), range, revision.as_deref(), &Control::new())
             .unwrap();
         got.extend_from_slice(&piece.data);
         offset += piece.data.len() as u64;
@@ -295,7 +295,7 @@ fs_test!(ranged_reads_and_stale_temp_cleanup, |t, resolver| {
         limit: 4096,
     };
     assert_eq!(
-        w.read_bytes(&p("blob.bin"), whole, None)
+        w.read_bytes(&p("blob.bin"), whole, None, &Control::new())
             .unwrap_err()
             .code(),
         ErrorCode::BinaryFileTooLarge

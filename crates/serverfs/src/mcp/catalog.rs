@@ -44,7 +44,7 @@ use super::results::{
 use super::schema::{SchemaUse, portable};
 use super::text::TextContent;
 use crate::audit::AuditRecord;
-use crate::service::{AgentService, FileService};
+use crate::service::{AgentService, CallControl, FileService};
 
 /// Which part of the surface a tool belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,13 @@ macro_rules! kind_service {
     };
 }
 
+/// The `[control]` mark of a row, as the handler's last argument.
+macro_rules! call_control {
+    (control, $control:ident) => {
+        $control
+    };
+}
+
 /// One row per tool:
 ///
 /// ```text
@@ -81,20 +88,23 @@ macro_rules! kind_service {
 ///     kind: File | Binary | Agent,
 ///     hints: HINTS,
 ///     handler: path::to::handler,          // fn(&Service, ParamsType, &AuditRecord)
+///     handler: path::to::handler [control], // … , &CallControl) for long calls
 ///     default limit: fn(&ServerSettings) -> u64,   // optional, repeatable
 ///     description: "…",
 /// },
 /// ```
 ///
 /// `ResultType` is the published `outputSchema`; the handler's output must
-/// render as exactly that type ([`ToolOutput::Structured`]). A `default`
-/// line writes a server-configured default into that input property.
+/// render as exactly that type ([`ToolOutput::Structured`]). A handler
+/// marked `[control]` also gets the call's [`CallControl`] (cancellation
+/// and progress). A `default` line writes a server-configured default into
+/// that input property.
 macro_rules! tools {
     ($(
         $variant:ident => $wire:literal ($params:ty) -> $result:ty {
             kind: $kind:ident,
             hints: $hints:expr,
-            handler: $handler:path,
+            handler: $handler:path $( [$control:ident] )?,
             $( default $property:ident: $default:path, )*
             description: $description:literal,
         },
@@ -145,13 +155,14 @@ macro_rules! tools {
                 agent: Option<&AgentService>,
                 arguments: Option<JsonObject>,
                 audit: &AuditRecord,
+                control: &CallControl,
                 text: TextContent,
             ) -> Option<Result<CallToolResult, ToolError>> {
                 Some(match self {
                     $( ToolName::$variant => {
                         let service = kind_service!($kind, files, agent);
                         run::<$params, $result, _, _, _>(arguments, text, |params| {
-                            $handler(service, params, audit)
+                            $handler(service, params, audit $(, call_control!($control, control))?)
                         })
                         .await
                     } )+
@@ -181,7 +192,7 @@ tools! {
     FindFiles => "find_files" (FindFilesParams) -> FindFilesResult {
         kind: File,
         hints: READ,
-        handler: FileService::find_files,
+        handler: FileService::find_files [control],
         default limit: search_default,
         description: "Find regular files by glob: on names (`*.rs`, `*.{js,ts}`) or, with a \
             `/`, on workdir-relative paths (`src/**/mod.rs`). Results are sorted; \
@@ -190,7 +201,7 @@ tools! {
     SearchText => "search_text" (SearchTextParams) -> SearchTextResult {
         kind: File,
         hints: READ,
-        handler: FileService::search_text,
+        handler: FileService::search_text [control],
         default limit: search_default,
         description: "Search file contents line by line, like ripgrep: literal text by \
             default or mode: regex; optional glob filter, case folding and context \
@@ -254,7 +265,7 @@ tools! {
         (DownloadBinaryFileParams) -> DownloadBinaryFileResult {
         kind: Binary,
         hints: READ,
-        handler: FileService::download_binary_file,
+        handler: FileService::download_binary_file [control],
         description: "Download a file's raw bytes as an embedded base64 blob with size, MIME \
             type, SHA-256 and revision. Large files: pass max_bytes and offset to \
             fetch ranges, and the first range's revision as expected_revision.",
@@ -262,7 +273,7 @@ tools! {
     UploadBinaryFile => "upload_binary_file" (UploadBinaryFileParams) -> UploadBinaryFileResult {
         kind: Binary,
         hints: CREATE,
-        handler: FileService::upload_binary_file,
+        handler: FileService::upload_binary_file [control],
         description: "Upload a whole file as standard base64. Creates a new file, or with \
             overwrite: true and expected_revision replaces an existing one atomically.",
     },
@@ -294,7 +305,7 @@ tools! {
     GetAgentTask => "get_agent_task" (GetAgentTaskParams) -> TaskView {
         kind: Agent,
         hints: READ,
-        handler: AgentService::get_agent_task,
+        handler: AgentService::get_agent_task [control],
         description: "A task's status, pending approval or question (with the decisions on \
             offer), final response and error. wait_seconds (up to 45) waits for the \
             next change instead of answering at once.",
@@ -303,7 +314,7 @@ tools! {
         (ReadAgentTaskEventsParams) -> TaskEventsResult {
         kind: Agent,
         hints: READ,
-        handler: AgentService::read_agent_task_events,
+        handler: AgentService::read_agent_task_events [control],
         description: "Read a task's events in order, one page at a time: pass \
             next_after_event_id as after_event_id. wait_seconds (up to 45) waits for a \
             new event.",

@@ -16,15 +16,15 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, JsonObject, ListResourceTemplatesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResourceContents,
-    ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::audit::AuditRecord;
 use crate::http::TokenName;
-use crate::service::{AgentService, Download, FileService};
+use crate::service::{AgentService, CallControl, Download, FileService, Progress, ProgressSink};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use catalog::ToolName;
@@ -77,6 +77,7 @@ impl ServerFs {
         name: &str,
         arguments: Option<JsonObject>,
         token_name: Option<String>,
+        control: &CallControl,
     ) -> Option<Result<CallToolResult, ToolError>> {
         let tool = self.tools.iter().find(|t| t.name == name)?;
         let tool = ToolName::ALL
@@ -91,6 +92,7 @@ impl ServerFs {
                 self.agent.as_ref(),
                 arguments,
                 &audit,
+                control,
                 self.text,
             )
             .await?;
@@ -124,8 +126,14 @@ impl ServerHandler for ServerFs {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let control = call_control(&context);
         match self
-            .dispatch(&request.name, request.arguments, token_name(&context))
+            .dispatch(
+                &request.name,
+                request.arguments,
+                token_name(&context),
+                &control,
+            )
             .await
         {
             Some(outcome) => Ok(outcome
@@ -168,6 +176,30 @@ fn token_name(context: &RequestContext<RoleServer>) -> Option<String> {
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<TokenName>())
         .map(|name| name.0.clone())
+}
+
+/// The request's cancellation and, when it carried a `progressToken`, a
+/// sink sending `notifications/progress` for that token.
+fn call_control(context: &RequestContext<RoleServer>) -> CallControl {
+    let sink = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let sink: ProgressSink = Arc::new(move |progress: Progress| {
+            let (peer, token) = (peer.clone(), token.clone());
+            Box::pin(async move {
+                // Counts stay far below 2^53: exact as f64.
+                let mut param = ProgressNotificationParam::new(token, progress.done as f64)
+                    .with_message(progress.message);
+                if let Some(total) = progress.total {
+                    param = param.with_total(total as f64);
+                }
+                // Best effort: a client that is gone gets no progress, and
+                // the call still finishes (and is audited) as usual.
+                let _ = peer.notify_progress(param).await;
+            })
+        });
+        sink
+    });
+    CallControl::new(context.ct.clone(), sink)
 }
 
 /// How a tool's successful output becomes a `CallToolResult`.

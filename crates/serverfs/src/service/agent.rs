@@ -36,6 +36,7 @@ use serverfs_protocol::bridge::{
 };
 use tokio::time::Instant;
 
+use super::call::{CallControl, OnCancel, Progress};
 use super::files::run_blocking;
 use super::registry::{WorkdirHandle, WorkdirRegistry};
 use crate::audit::AuditRecord;
@@ -289,11 +290,13 @@ impl AgentService {
         }
     }
 
-    /// `get_agent_task`, optionally waiting for a change.
+    /// `get_agent_task`, optionally waiting for a change: a wait the client
+    /// can cancel, with a progress heartbeat while it lasts.
     pub async fn get_agent_task(
         &self,
         params: GetAgentTaskParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<TaskView, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
         let first = self
@@ -304,31 +307,43 @@ impl AgentService {
         if first.status.is_terminal() || first.pending_request_id.is_some() {
             return Ok(first);
         }
-        let mut latest = first.clone();
-        while Instant::now() + POLL_INTERVAL <= deadline {
-            tokio::time::sleep(POLL_INTERVAL).await;
-            let polled = self.call(TaskGetParams {
-                task_id: params.task_id.clone(),
-            });
-            // A slow Bridge must not hold the caller past its wait: the
-            // view already read is the answer then.
-            let Ok(polled) = tokio::time::timeout_at(deadline, polled).await else {
-                break;
-            };
-            latest = polled?;
-            if moved(&first, &latest) {
-                break;
+        let wait = async {
+            let mut latest = first.clone();
+            while Instant::now() + POLL_INTERVAL <= deadline {
+                tokio::time::sleep(POLL_INTERVAL).await;
+                let polled = self.call(TaskGetParams {
+                    task_id: params.task_id.clone(),
+                });
+                // A slow Bridge must not hold the caller past its wait: the
+                // view already read is the answer then.
+                let Ok(polled) = tokio::time::timeout_at(deadline, polled).await else {
+                    break;
+                };
+                latest = polled?;
+                if moved(&first, &latest) {
+                    break;
+                }
             }
-        }
+            Ok(latest)
+        };
+        let latest = call
+            .watch(
+                wait,
+                OnCancel::Abandon,
+                heartbeat(Instant::now(), params.wait_seconds),
+            )
+            .await?;
         audit.set(|a| a.status = Some(latest.status.as_str()));
         Ok(latest)
     }
 
-    /// `read_agent_task_events`, optionally waiting for a new event.
+    /// `read_agent_task_events`, optionally waiting for a new event: a wait
+    /// the client can cancel, with a progress heartbeat while it lasts.
     pub async fn read_agent_task_events(
         &self,
         params: ReadAgentTaskEventsParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<TaskEventsResult, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
         let task = self
@@ -339,8 +354,28 @@ impl AgentService {
             after_event_id: Some(params.after_event_id),
             limit: Some(params.limit),
         };
+        let wait = self.wait_for_events(request, task.status.is_terminal(), deadline);
+        let page = call
+            .watch(
+                wait,
+                OnCancel::Abandon,
+                heartbeat(Instant::now(), params.wait_seconds),
+            )
+            .await?;
+        audit.set(|a| a.returned = Some(page.events.len() as u64));
+        Ok(page)
+    }
+
+    /// The first page of `request` with an event, or the last one read by
+    /// `deadline`; `finished` says the task had ended before the first.
+    async fn wait_for_events(
+        &self,
+        request: TaskEventsParams,
+        finished: bool,
+        deadline: Instant,
+    ) -> Result<TaskEventsResult, ToolError> {
         let mut page = self.call(request.clone()).await?;
-        let mut finished = task.status.is_terminal();
+        let mut finished = finished;
         // Every call in the loop is bounded by what is left of the wait (a
         // slow Bridge must not hold the caller past it); the page already
         // read is the answer then.
@@ -372,7 +407,6 @@ impl AgentService {
                 page = read?;
             }
         }
-        audit.set(|a| a.returned = Some(page.events.len() as u64));
         Ok(page)
     }
 
@@ -526,6 +560,24 @@ fn profile_param(profile: AgentProfile) -> ProfileParam {
 }
 
 /// When a long-poll must answer.
+/// How often a long-poll tells a client that asked for progress that it is
+/// still waiting: often enough for clients that restart their timeout on
+/// progress, rarely enough to be no traffic.
+const HEARTBEAT_SECONDS: u64 = 5;
+
+/// The progress of a long-poll that began at `started`: the seconds waited
+/// so far, in steps of [`HEARTBEAT_SECONDS`] (so one report per step).
+fn heartbeat(started: Instant, wait_seconds: u64) -> impl FnMut() -> Progress {
+    move || {
+        let waited = started.elapsed().as_secs() / HEARTBEAT_SECONDS * HEARTBEAT_SECONDS;
+        Progress {
+            done: waited,
+            total: Some(wait_seconds),
+            message: format!("waited {waited} of {wait_seconds} s for the task to change"),
+        }
+    }
+}
+
 fn wait_deadline(wait_seconds: u64) -> Result<Instant, ToolError> {
     if wait_seconds > MAX_WAIT_SECONDS {
         return Err(ToolError::invalid_argument(format!(

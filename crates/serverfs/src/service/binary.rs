@@ -1,9 +1,12 @@
 //! The binary transfer tools: whole or ranged downloads, base64 uploads
 //! that create or (revision-guarded) replace.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serverfs_fs::{ByteRange, mime_type_of};
+use serverfs_fs::{ByteRange, Control, mime_type_of};
 use serverfs_protocol::ErrorCode;
 use sha2::{Digest, Sha256};
 
@@ -11,6 +14,7 @@ use crate::audit::AuditRecord;
 use crate::mcp::error::ToolError;
 use crate::mcp::params::{DownloadBinaryFileParams, UploadBinaryFileParams};
 use crate::mcp::results::{DownloadBinaryFileResult, UploadBinaryFileResult};
+use crate::service::call::{CallControl, OnCancel, Progress};
 use crate::service::files::run_blocking;
 use crate::service::{FileService, WorkdirHandle};
 
@@ -23,11 +27,12 @@ pub struct Download {
 }
 
 impl FileService {
-    /// `download_binary_file`.
+    /// `download_binary_file`: a read the client can cancel and watch.
     pub async fn download_binary_file(
         &self,
         params: DownloadBinaryFileParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<Download, ToolError> {
         if params.max_bytes == Some(0) {
             return Err(ToolError::invalid_argument("max_bytes must be at least 1"));
@@ -40,10 +45,20 @@ impl FileService {
             limit: workdir.config.max_binary_transfer_bytes,
         };
         let expected = params.expected_revision;
-        let read = run_blocking(&workdir, &path, move |workdir, path| {
-            workdir.fs.read_bytes(path, range, expected.as_deref())
-        })
-        .await?;
+        let control = Arc::new(Control::new());
+        let kernel = control.clone();
+        let reading = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir
+                .fs
+                .read_bytes(path, range, expected.as_deref(), &kernel)
+        });
+        let read = call
+            .watch(reading, OnCancel::Stop(&control), || Progress {
+                done: control.done(),
+                total: None,
+                message: format!("{} bytes read", control.done()),
+            })
+            .await?;
         let mime_type = mime_type_of(path.file_name().unwrap_or(""));
         audit.set(|a| {
             a.bytes_returned = Some(read.data.len() as u64);
@@ -66,11 +81,14 @@ impl FileService {
         })
     }
 
-    /// `upload_binary_file`.
+    /// `upload_binary_file`. Progress says when the payload is decoded and
+    /// the write begins; a cancel never interrupts the write (its
+    /// publication is atomic either way).
     pub async fn upload_binary_file(
         &self,
         params: UploadBinaryFileParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<UploadBinaryFileResult, ToolError> {
         let target =
             self.authorize_mutation(&params.workdir, &params.path, audit, require_binary)?;
@@ -90,26 +108,41 @@ impl FileService {
             (_, expected) => expected,
         };
         let limit = target.workdir.config.max_binary_transfer_bytes;
-        // Decoding and hashing up to the transfer cap is CPU work: keep it
-        // off the async worker threads that serve other calls.
         let encoded = params.data_base64;
-        let (data, sha256) = tokio::task::spawn_blocking(move || {
-            let data = decode_payload(&encoded, limit)?;
-            let sha256: String = Sha256::digest(&data)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            Ok::<_, ToolError>((data, sha256))
-        })
-        .await
-        .map_err(|join| ToolError::internal(format!("upload decoding failed: {join}")))??;
-        let bytes_written = data.len() as u64;
-        let (revision_before, revision) = self
-            .mutate(&target, move |fs, path| match expected {
-                Some(expected) => fs
-                    .replace_file(path, &expected, &data)
-                    .map(|r| (Some(r.revision_before), r.revision)),
-                None => fs.create_file(path, &data).map(|r| (None, r)),
+        let decoded = AtomicU64::new(0);
+        let upload = async {
+            // Decoding and hashing up to the transfer cap is CPU work: keep
+            // it off the async worker threads that serve other calls.
+            let (data, sha256) = tokio::task::spawn_blocking(move || {
+                let data = decode_payload(&encoded, limit)?;
+                let sha256: String = Sha256::digest(&data)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                Ok::<_, ToolError>((data, sha256))
+            })
+            .await
+            .map_err(|join| ToolError::internal(format!("upload decoding failed: {join}")))??;
+            let bytes_written = data.len() as u64;
+            decoded.store(bytes_written, Ordering::Relaxed);
+            let revisions = self
+                .mutate(&target, move |fs, path| match expected {
+                    Some(expected) => fs
+                        .replace_file(path, &expected, &data)
+                        .map(|r| (Some(r.revision_before), r.revision)),
+                    None => fs.create_file(path, &data).map(|r| (None, r)),
+                })
+                .await?;
+            Ok((bytes_written, sha256, revisions))
+        };
+        let (bytes_written, sha256, (revision_before, revision)) = call
+            .watch(upload, OnCancel::Finish, || {
+                let done = decoded.load(Ordering::Relaxed);
+                Progress {
+                    done,
+                    total: None,
+                    message: format!("{done} bytes decoded; writing"),
+                }
             })
             .await?;
         audit.set(|a| {

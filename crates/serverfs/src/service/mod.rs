@@ -2,6 +2,7 @@
 
 mod agent;
 mod binary;
+mod call;
 mod files;
 mod lease;
 mod mutations;
@@ -10,6 +11,7 @@ mod search;
 
 pub use agent::AgentService;
 pub use binary::Download;
+pub use call::{CallControl, Progress, ProgressSink};
 pub use files::FileService;
 pub use lease::{BridgeLease, NoLease, WriterLease, lease_id};
 pub use registry::{WorkdirHandle, WorkdirRegistry};

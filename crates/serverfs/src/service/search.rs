@@ -1,14 +1,16 @@
 //! `find_files` and `search_text`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use serverfs_fs::{FindLimits, NamePattern, SearchLimits, SearchQuery};
+use serverfs_fs::{Control, FindLimits, NamePattern, SearchLimits, SearchQuery};
 
 use crate::audit::AuditRecord;
 use crate::mcp::error::ToolError;
 use crate::mcp::params::{FindFilesParams, SearchMode, SearchTextParams};
 use crate::mcp::results::{FindFilesResult, FoundFile, SearchTextResult, TextMatch};
 use crate::service::FileService;
+use crate::service::call::{CallControl, OnCancel, Progress};
 use crate::service::files::run_blocking;
 
 /// Longest returned line or context line, in bytes.
@@ -21,11 +23,12 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 const MAX_CONTEXT_LINES: u64 = 5;
 
 impl FileService {
-    /// `find_files`.
+    /// `find_files`: a walk the client can cancel and watch.
     pub async fn find_files(
         &self,
         params: FindFilesParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<FindFilesResult, ToolError> {
         let limit = self.result_limit(params.limit)?;
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
@@ -36,10 +39,14 @@ impl FileService {
             max_entries: self.settings.max_walk_entries,
             threads: walker_threads(),
         };
-        let found = run_blocking(&workdir, &path, move |workdir, path| {
-            workdir.fs.find_files(path, &pattern, limits)
-        })
-        .await?;
+        let control = Arc::new(Control::new());
+        let kernel = control.clone();
+        let walk = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.find_files(path, &pattern, limits, &kernel)
+        });
+        let found = call
+            .watch(walk, OnCancel::Stop(&control), || walked(&control))
+            .await?;
         let matches: Vec<FoundFile> = found
             .matches
             .iter()
@@ -61,11 +68,12 @@ impl FileService {
         })
     }
 
-    /// `search_text`.
+    /// `search_text`: a walk the client can cancel and watch.
     pub async fn search_text(
         &self,
         params: SearchTextParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<SearchTextResult, ToolError> {
         let limit = self.result_limit(params.limit)?;
         if params.query.is_empty() {
@@ -95,10 +103,14 @@ impl FileService {
             threads: walker_threads(),
             regex_size_limit: REGEX_SIZE_LIMIT,
         };
-        let found = run_blocking(&workdir, &path, move |workdir, path| {
-            workdir.fs.search_text(path, &query, limits)
-        })
-        .await?;
+        let control = Arc::new(Control::new());
+        let kernel = control.clone();
+        let walk = run_blocking(&workdir, &path, move |workdir, path| {
+            workdir.fs.search_text(path, &query, limits, &kernel)
+        });
+        let found = call
+            .watch(walk, OnCancel::Stop(&control), || walked(&control))
+            .await?;
         let matches: Vec<TextMatch> = found
             .matches
             .into_iter()
@@ -137,6 +149,16 @@ impl FileService {
         }
         .min(u64::from(self.settings.max_search_results));
         Ok(usize::try_from(limit).unwrap_or(usize::MAX))
+    }
+}
+
+/// A walk's progress: the directory entries it has visited (the total is
+/// not known before the walk ends).
+fn walked(control: &Control) -> Progress {
+    Progress {
+        done: control.done(),
+        total: None,
+        message: format!("{} entries walked", control.done()),
     }
 }
 

@@ -15,6 +15,7 @@ mod logging;
 mod model_text;
 mod mutations;
 mod paging;
+mod progress;
 mod race;
 mod read_tools;
 mod resource;
