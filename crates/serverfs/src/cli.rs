@@ -11,6 +11,7 @@ use rmcp::ServiceExt;
 use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
+use crate::http::QuickStart;
 use crate::mcp::{ServerFs, TextContent};
 use crate::service::{
     AgentService, BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease,
@@ -58,9 +59,10 @@ struct ServeArgs {
     /// instead of stdio; overrides [http] bind.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// With --http: create a bearer token with this name (replacing one of
-    /// the same name), print it once with the URL, then serve. Meant for a
-    /// quick start at a terminal; use `serverfs token create` otherwise.
+    /// With --http: create a bearer token with this name (replacing, and so
+    /// revoking, one of the same name, which it then says), print it once
+    /// with the URL, then serve. Meant for a quick start at a terminal; use
+    /// `serverfs token create` otherwise.
     #[arg(long, value_name = "NAME", requires = "http")]
     new_token: Option<String>,
 }
@@ -164,8 +166,17 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     let mut quick_start_token = None;
     if let (Some(http), Some(name)) = (&http, &args.new_token) {
         let store = TokenStore::new(http.token_file.clone());
-        match store.revoke(name).and_then(|_| store.create(name)) {
-            Ok(token) => quick_start_token = Some((name.clone(), token)),
+        match store
+            .revoke(name)
+            .and_then(|replaced| Ok((store.create(name)?, replaced)))
+        {
+            Ok((token, replaced)) => {
+                quick_start_token = Some(QuickStart {
+                    name: name.clone(),
+                    token,
+                    replaced,
+                });
+            }
             Err(reason) => return config_error(&reason.to_string()),
         }
     }

@@ -5,4 +5,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod common_clients;
 mod suite;

@@ -66,14 +66,27 @@ pub enum HttpError {
     Serve(std::io::Error),
 }
 
-/// Serves `server` over HTTP until SIGTERM or SIGINT. `quick_start` is a
-/// `(name, token)` just created by `serve --new-token`, announced once to
+/// A bearer token just created by `serve --new-token`, to announce once to
 /// the person at the terminal with the real address.
+#[derive(Debug)]
+pub struct QuickStart {
+    /// The token's name.
+    pub name: String,
+    /// The token itself (shown only in the announcement).
+    pub token: String,
+    /// Whether it replaced, and so revoked, an earlier token of the name:
+    /// a client configured from an earlier run then gets 401, so the
+    /// announcement says so.
+    pub replaced: bool,
+}
+
+/// Serves `server` over HTTP until SIGTERM or SIGINT, announcing
+/// `quick_start` once listening.
 pub async fn serve(
     server: ServerFs,
     http: EffectiveHttp,
     largest_binary_cap: Option<u64>,
-    quick_start: Option<(String, String)>,
+    quick_start: Option<QuickStart>,
 ) -> Result<(), HttpError> {
     let listener = tokio::net::TcpListener::bind(http.bind)
         .await
@@ -105,6 +118,7 @@ pub async fn serve(
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .nest_service("/mcp", auth::layer(tokens, mcp))
+        .layer(axum::middleware::from_fn(session_close_no_content))
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::error_handling::HandleErrorLayer::new(auth::timed_out))
@@ -113,11 +127,25 @@ pub async fn serve(
                 .concurrency_limit(usize::try_from(http.max_concurrent_requests).unwrap_or(64))
                 .timeout(Duration::from_millis(http.request_timeout_ms)),
         );
-    if let Some((name, token)) = quick_start {
+    if let Some(QuickStart {
+        name,
+        token,
+        replaced,
+    }) = quick_start
+    {
+        let replaced = if replaced {
+            format!(
+                "serverfs: it replaces the earlier token {name:?}, which is revoked: clients \
+                 configured with that one now get 401 until given this one\n"
+            )
+        } else {
+            String::new()
+        };
         // The only time this token is ever shown; stderr, not the log.
         eprintln!(
             "serverfs: serving http://{local}/mcp\n\
              serverfs: bearer token {name:?} (shown once): {token}\n\
+             {replaced}\
              serverfs: e.g. claude mcp add --transport http serverfs http://{local}/mcp \
              --header \"Authorization: Bearer {token}\""
         );
@@ -152,6 +180,22 @@ pub async fn serve(
     }
     tracing::info!(event = "shutdown", reason = "signal");
     Ok(())
+}
+
+/// Answers a successful session `DELETE` with 204 No Content instead of
+/// rmcp's 202 Accepted: the session is closed by then, and clients check
+/// for 200 or 204 (the Python SDK logs "Session termination failed: 202"
+/// on every close otherwise).
+async fn session_close_no_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let is_delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if is_delete && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// Waits for SIGTERM or SIGINT, then starts the shutdown.

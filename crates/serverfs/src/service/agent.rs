@@ -28,7 +28,7 @@ use serverfs_fs::{EntryKind, FsError};
 use serverfs_protocol::ErrorCode;
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use serverfs_protocol::bridge::{
-    AgentProfile, BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog,
+    AgentProfile, BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog, ResultStorage,
     RuntimeListParams, RuntimeListResult, RuntimeModelsParams, TaskApprovalRespondParams,
     TaskCancelParams, TaskCancelResult, TaskEventsParams, TaskEventsResult, TaskGetParams,
     TaskMessageSendParams, TaskMessageSendResult, TaskQuestionAnswerParams, TaskResultChunk,
@@ -416,8 +416,36 @@ impl AgentService {
         params: ReadAgentTaskResultParams,
         audit: &AuditRecord,
     ) -> Result<TaskResultChunk, ToolError> {
-        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+        let task = self
+            .authorized_task(&params.task_id, TaskUse::Drive, audit)
             .await?;
+        // The Bridge's own refusal says only "not retrievable"; say where
+        // the response is instead (issue 17).
+        match &task.result {
+            None => {
+                return Err(bridge_error(
+                    BridgeErrorCode::AgentResultNotRetrievable,
+                    &format!(
+                        "task {} has no result yet (status {}); poll get_agent_task until it \
+                         ends",
+                        task.task_id,
+                        task.status.as_str()
+                    ),
+                ));
+            }
+            Some(result) if result.storage == ResultStorage::Inline => {
+                return Err(bridge_error(
+                    BridgeErrorCode::AgentResultNotRetrievable,
+                    &format!(
+                        "the result of task {} is inline: it is the whole final_response of \
+                         get_agent_task ({} bytes); read_agent_task_result reads only results \
+                         too large for it (final_response_truncated: true)",
+                        task.task_id, result.size_bytes
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
         let chunk = self
             .call(TaskResultReadParams {
                 task_id: params.task_id,

@@ -14,6 +14,7 @@ mod lease;
 mod logging;
 mod model_text;
 mod mutations;
+mod newcomer;
 mod paging;
 mod progress;
 mod race;

@@ -344,6 +344,15 @@ async fn agent_results_carry_ids_pending_requests_and_responses() {
     )
     .await;
     assert_eq!(body, done["final_response"].as_str().unwrap());
+    // An inline result: the refusal says where the response is.
+    let inline = server
+        .call("read_agent_task_result", json!({"task_id": task}))
+        .await;
+    let refusal = text_of(&inline);
+    assert!(
+        refusal.starts_with("AGENT_RESULT_NOT_RETRIEVABLE: ") && refusal.contains("final_response"),
+        "{refusal}"
+    );
     let (events, _) = carries(
         &server,
         "read_agent_task_events",
