@@ -7,6 +7,7 @@ use serverfs_protocol::bridge::{FrameDecoder, ProtocolError, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::peer::PeerInfo;
@@ -21,8 +22,9 @@ const READ_CHUNK: usize = 64 * 1024;
 const LOGGED_ID_CHARS: usize = 64;
 
 /// Serves `stream` until the peer closes it, it stays idle too long, a
-/// frame is too large, a write fails, or shutdown is signalled (an
-/// in-flight request is answered first).
+/// started request does not arrive in time, a frame is too large, a write
+/// fails, or shutdown is signalled (an in-flight request is answered
+/// first).
 pub(super) async fn serve_connection(
     mut stream: UnixStream,
     peer: PeerInfo,
@@ -33,6 +35,10 @@ pub(super) async fn serve_connection(
     let mut frames = FrameDecoder::new();
     let mut chunk = vec![0_u8; READ_CHUNK];
     let mut ended = false;
+    // When the first byte of the request still incomplete arrived: the
+    // idle bound restarts with every read, so without this a client
+    // trickling one byte a minute would hold its slot for ever.
+    let mut request_started: Option<Instant> = None;
     loop {
         // Answer every complete frame already received, in order.
         loop {
@@ -65,10 +71,16 @@ pub(super) async fn serve_connection(
         if ended {
             return;
         }
+        let deadline = if frames.buffered() == 0 {
+            request_started = None;
+            Instant::now() + options.idle_timeout
+        } else {
+            *request_started.get_or_insert_with(Instant::now) + options.request_timeout
+        };
         let read = tokio::select! {
             biased;
             () = shutdown.triggered() => return,
-            read = tokio::time::timeout(options.idle_timeout, stream.read(&mut chunk)) => read,
+            read = tokio::time::timeout_at(deadline, stream.read(&mut chunk)) => read,
         };
         match read {
             Ok(Ok(0)) => {
@@ -79,6 +91,10 @@ pub(super) async fn serve_connection(
             Ok(Ok(count)) => frames.push(&chunk[..count]),
             Ok(Err(error)) => {
                 tracing::debug!(error = %error, "reading a Bridge connection failed");
+                return;
+            }
+            Err(_) if request_started.is_some() => {
+                tracing::info!("closing a Bridge connection: its request did not arrive in time");
                 return;
             }
             Err(_) => {

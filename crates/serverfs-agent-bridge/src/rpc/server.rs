@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serverfs_protocol::bridge::{BridgeErrorCode, Request, Response};
-use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -90,6 +89,7 @@ pub struct ServeOptions {
     pub(super) max_connections: usize,
     pub(super) drain_timeout: Duration,
     pub(super) idle_timeout: Duration,
+    pub(super) request_timeout: Duration,
     pub(super) write_timeout: Duration,
 }
 
@@ -99,6 +99,7 @@ impl Default for ServeOptions {
             max_connections: 256,
             drain_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
         }
     }
@@ -127,6 +128,14 @@ impl ServeOptions {
         self
     }
 
+    /// How long one request may take to arrive once its first byte has
+    /// (default 10 s); past it the connection is closed, so a client that
+    /// trickles a request cannot hold a connection slot.
+    pub fn request_timeout(&mut self, bound: Duration) -> &mut ServeOptions {
+        self.request_timeout = bound;
+        self
+    }
+
     /// How long writing one response may take before the connection is
     /// closed (default 10 s); a client that does not read cannot pin a
     /// connection.
@@ -135,13 +144,6 @@ impl ServeOptions {
         self
     }
 }
-
-/// Refusals being written at once; beyond this a refused connection is
-/// closed without a word, so a connection flood costs no unbounded work.
-const MAX_PENDING_REFUSALS: usize = 32;
-
-/// How long a refusal frame may take to write.
-const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Pause after a failed `accept` (e.g. `EMFILE`), so that a persistent
 /// failure does not spin the loop.
@@ -194,7 +196,6 @@ impl BridgeListener {
         } = self;
         let listener = tokio::net::UnixListener::from_std(listener).map_err(RpcError::Listen)?;
         let sessions = Arc::new(Semaphore::new(options.max_connections));
-        let refusals = Arc::new(Semaphore::new(MAX_PENDING_REFUSALS));
         let mut tasks = JoinSet::new();
         tracing::info!(
             max_connections = options.max_connections,
@@ -229,7 +230,7 @@ impl BridgeListener {
                                 BridgeErrorCode::PeerNotAuthorized,
                                 "peer is not authorized",
                             );
-                            refuse(&mut tasks, &refusals, stream, refusal);
+                            refuse(stream, refusal);
                             continue;
                         }
                     };
@@ -243,7 +244,7 @@ impl BridgeListener {
                             BridgeErrorCode::BridgeProtocolError,
                             "the Bridge is serving too many connections; retry later",
                         );
-                        refuse(&mut tasks, &refusals, stream, refusal);
+                        refuse(stream, refusal);
                         continue;
                     };
                     let service = Arc::clone(&service);
@@ -283,24 +284,16 @@ impl BridgeListener {
     }
 }
 
-/// Writes one refusal frame and closes, in the background and bounded; if
-/// too many refusals are pending, closes at once.
-fn refuse(
-    tasks: &mut JoinSet<()>,
-    refusals: &Arc<Semaphore>,
-    mut stream: UnixStream,
-    refusal: Response,
-) {
-    let Ok(permit) = Arc::clone(refusals).try_acquire_owned() else {
-        return;
-    };
-    tasks.spawn(async move {
-        let frame = refusal.into_frame();
-        let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
-            stream.write_all(&frame).await?;
-            stream.shutdown().await
-        })
-        .await;
-        drop(permit);
-    });
+/// Writes one refusal frame and closes the connection, without waiting:
+/// the frame is far smaller than a fresh socket's send buffer, so a
+/// non-blocking send delivers all of it, and a flood of refused
+/// connections costs the accept loop no task and no wait.
+fn refuse(stream: UnixStream, refusal: Response) {
+    let frame = refusal.into_frame();
+    match rustix::net::send(&stream, &frame, rustix::net::SendFlags::DONTWAIT) {
+        Ok(sent) if sent == frame.len() => {}
+        Ok(_) => tracing::debug!("a refusal frame was cut short"),
+        Err(error) => tracing::debug!(error = %error, "writing a refusal frame failed"),
+    }
+    // Dropping the stream closes it; the peer reads the frame, then EOF.
 }

@@ -590,6 +590,89 @@ async fn connections_beyond_the_bound_are_refused_politely() {
     server.shut_down().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_of_a_flood_beyond_the_bound_gets_its_refusal() {
+    let mut options = ServeOptions::default();
+    options.max_connections(1);
+    let server = Server::start_with(PeerPolicy::current_user(), &options).await;
+    let mut admitted = server.client().await;
+    let answer = admitted
+        .call(&request("1", "runtime.list", json!({})))
+        .await;
+    assert_eq!(answer, ok("1", "runtime.list"));
+
+    // All connected before the first is read, so refusals pile up at once.
+    let mut flood = Vec::new();
+    for _ in 0..200 {
+        flood.push(server.client().await);
+    }
+    for (index, client) in flood.iter_mut().enumerate() {
+        let refusal = client
+            .receive()
+            .await
+            .unwrap_or_else(|| panic!("refused connection {index} got no frame"));
+        assert_eq!(error_of(&refusal), (Value::Null, "BRIDGE_PROTOCOL_ERROR"));
+        assert_eq!(client.receive().await, None);
+    }
+    // The admitted connection was never disturbed.
+    let answer = admitted
+        .call(&request("2", "runtime.list", json!({})))
+        .await;
+    assert_eq!(answer, ok("2", "runtime.list"));
+    server.shut_down().await;
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_idle_bound() {
+    let mut options = ServeOptions::default();
+    options.idle_timeout(Duration::from_millis(300));
+    let server = Server::start_with(PeerPolicy::current_user(), &options).await;
+    let mut client = server.client().await;
+    // Each answered request restarts the bound.
+    for id in ["1", "2", "3"] {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let answer = client.call(&request(id, "runtime.list", json!({}))).await;
+        assert_eq!(answer, ok(id, "runtime.list"));
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(client.receive().await, None);
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    server.shut_down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_request_is_cut_off_at_the_request_bound() {
+    let mut options = ServeOptions::default();
+    options
+        .idle_timeout(Duration::from_secs(60))
+        .request_timeout(Duration::from_millis(400));
+    let server = Server::start_with(PeerPolicy::current_user(), &options).await;
+    let stream = UnixStream::connect(&server.socket).await.unwrap();
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    let line = request("slowpoke", "runtime.list", json!({}));
+    // One byte every 50 ms: the idle bound never passes, the request would
+    // take several seconds to arrive.
+    let trickle = tokio::spawn(async move {
+        for byte in line.as_bytes() {
+            if writer.write_all(&[*byte]).await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    });
+    assert_eq!(receive_line(&mut reader).await, None);
+    assert!(
+        within("the trickle to notice the close", trickle)
+            .await
+            .unwrap(),
+        "the server waited for the whole trickled request"
+    );
+    assert!(server.service.calls().is_empty());
+    server.shut_down().await;
+}
+
 // ---------------------------------------------------------------------
 // Graceful shutdown
 
