@@ -437,3 +437,48 @@ fn daemon_refuses_an_unauthorized_peer_with_one_frame() {
     );
     assert!(!setup.work_dir().join("pwned").exists());
 }
+
+#[test]
+fn daemon_connection_beyond_the_bound_is_refused_with_a_frame_while_the_rest_keep_serving() {
+    // The daemon's bound (256, docs/agent-bridge.md); 1024 descriptors by
+    // default leave room for the test and the daemon.
+    const BOUND: usize = 256;
+    let daemon = Setup::new().start_serving();
+    let mut served: Vec<RawConn> = (0..BOUND).map(|_| daemon.connect()).collect();
+    // Admitted and served: each answers, so all are counted by the daemon.
+    for conn in &mut served {
+        assert_serving(conn, "filling the bound");
+    }
+    for attempt in 0..20 {
+        let mut extra = daemon.connect();
+        let refusal: Value =
+            serde_json::from_str(&extra.read_line().expect("a refusal frame")).unwrap();
+        assert_eq!(
+            error_code(&refusal),
+            "BRIDGE_PROTOCOL_ERROR",
+            "attempt {attempt}"
+        );
+        assert_eq!(refusal["request_id"], Value::Null);
+        assert_eq!(extra.read_line(), None);
+    }
+    assert_serving(&mut served[0], "refusing connections beyond the bound");
+    // A freed slot is usable again.
+    drop(served.pop());
+    let mut again = wait_for_admission(&daemon);
+    assert_serving(&mut again, "a slot was freed");
+}
+
+/// A connection the daemon admits, retried while a freed slot is released.
+fn wait_for_admission(daemon: &serverfs_testkit::bridge::Daemon) -> RawConn {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let mut conn = daemon.connect();
+        conn.send_line(&json!({"protocol_version": 1, "request_id": "probe", "method": "runtime.list", "params": {}}).to_string());
+        let answer: Value = serde_json::from_str(&conn.read_line().expect("an answer")).unwrap();
+        if answer["ok"] == true {
+            return conn;
+        }
+        assert!(std::time::Instant::now() < deadline, "no slot was freed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
