@@ -11,7 +11,7 @@
 //!   once, then connects again (whatever the command's exit status: the
 //!   socket decides).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RpcFailure};
 use serverfs_agent_runtime::lines::{read_lines, write_lines};
 use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider};
 use serverfs_agent_runtime::{
-    AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand, ProxyPolicy,
+    AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand, ProxyPolicy, StartDir,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -79,7 +79,7 @@ impl CodexConfig {
     }
 
     /// The `codex` command with the Bridge's environment rules.
-    pub fn command(&self, cwd: &Path) -> ProviderCommand {
+    pub fn command(&self, cwd: impl Into<StartDir>) -> ProviderCommand {
         let mut command = ProviderCommand::new(&self.bin, cwd);
         command
             .env("CODEX_HOME", self.home.to_string_lossy().into_owned())
@@ -164,7 +164,7 @@ impl Connection {
     /// `host` (when given) learns its process group before it can act.
     pub async fn open(
         config: &CodexConfig,
-        cwd: &Path,
+        cwd: StartDir,
         host: Option<&dyn Host>,
     ) -> Result<Connection, AgentError> {
         let timeout = config.request_timeout;

@@ -34,7 +34,7 @@ use serverfs_agent_runtime::serving::ServingSet;
 use serverfs_agent_runtime::turns::{ActiveTurn, TurnRegistry};
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, BridgeErrorCode, Capabilities, Host, NativeIds, Probe,
-    ProviderState, TaskContext, TurnOutcome,
+    ProviderState, StartDir, TaskContext, TurnOutcome,
 };
 use serverfs_protocol::bridge::{
     AgentProfile, CatalogScope, CatalogStatus, InFlightRecovery, ModelCatalog, ModelDiscovery,
@@ -120,16 +120,16 @@ impl CodexAdapter {
     /// a model list or a reconciliation.
     async fn side_connection(&self) -> Result<Connection, AgentError> {
         let home = self.config.home.clone();
-        let cwd = if home.is_dir() {
+        let cwd = StartDir::Trusted(if home.is_dir() {
             home
         } else {
             Path::new("/").to_path_buf()
-        };
+        });
         let mut config = self.config.clone();
         if let CodexTransport::Daemon { autostart } = &mut config.transport {
             *autostart = false;
         }
-        Connection::open(&config, &cwd, None).await
+        Connection::open(&config, cwd, None).await
     }
 
     /// `codex --version`, bounded.
@@ -163,7 +163,7 @@ impl CodexAdapter {
         let opened = stop
             .unless_stopped(Connection::open(
                 &self.config,
-                &ctx.cwd,
+                StartDir::from(&ctx.cwd),
                 Some(host.as_ref()),
             ))
             .await;

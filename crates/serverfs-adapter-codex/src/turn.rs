@@ -65,7 +65,21 @@ impl Turn<'_> {
         peer: &Arc<JsonRpcPeer>,
         incoming: &mut mpsc::UnboundedReceiver<Incoming>,
     ) -> Result<String, AgentError> {
-        let cwd = self.ctx.cwd.to_string_lossy().into_owned();
+        // Codex's protocol takes a path: the directory's name now, so that a
+        // renamed parent leads to where the directory went, not to what
+        // was swapped into its old place.
+        let cwd = self
+            .ctx
+            .cwd
+            .current_path()
+            .map_err(|_| {
+                AgentError::new(
+                    BridgeErrorCode::WorkdirPathNotFound,
+                    "the working directory is gone",
+                )
+            })?
+            .to_string_lossy()
+            .into_owned();
         let model = self.ctx.model.clone();
         let thread_id = match self.ctx.continue_native_session_id.clone() {
             Some(thread_id) => {

@@ -73,7 +73,7 @@ impl Rig {
     ) -> tokio::task::JoinHandle<TurnOutcome> {
         let ctx = TaskContext {
             task_id: TASK.to_owned(),
-            cwd: self.cwd.clone(),
+            cwd: serverfs_agent_runtime::WorkingDir::open_trusted(&self.cwd).unwrap(),
             profile: AgentProfile::WorkspaceWrite,
             prompt: prompt.to_owned(),
             model: model.map(str::to_owned),

@@ -5,7 +5,7 @@
 //! host while stdout keeps draining; a stop before the prompt is written
 //! never writes it, a stop after it sends `interrupt`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,8 @@ use serverfs_agent_runtime::serving::ServingSet;
 use serverfs_agent_runtime::turns::{StopSignal, TurnRegistry};
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, BridgeErrorCode, Capabilities, Host, NativeIds, Probe,
-    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, scrub_credentials,
+    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
+    scrub_credentials,
 };
 use serverfs_protocol::bridge::{
     AgentProfile, CatalogStatus, EventPayload, ModelCatalog, ModelInfo, ReconcileStatus,
@@ -70,15 +71,18 @@ impl StreamJsonAdapter {
     /// environment: the kit's scrubbed base, the flavor's markers, `PWD`,
     /// the operator's passthrough names, and the proxy when it travels by
     /// environment.
-    fn command(&self, cwd: &Path, args: TurnArgs<'_>) -> ProviderCommand {
+    fn command(&self, cwd: &WorkingDir, args: TurnArgs<'_>) -> ProviderCommand {
         let mut command = ProviderCommand::new(&self.config.bin, cwd);
         command.args((self.flavor.argv)(args));
         for (name, value) in self.flavor.fixed_env {
             command.env(*name, *value);
         }
-        command
-            .env("PWD", cwd.to_string_lossy().into_owned())
-            .pass_through(self.config.env_passthrough.iter().cloned());
+        // `PWD` names where the directory is now; the CLI itself starts in
+        // the opened directory whatever the name says.
+        if let Ok(path) = cwd.current_path() {
+            command.env("PWD", path.to_string_lossy().into_owned());
+        }
+        command.pass_through(self.config.env_passthrough.iter().cloned());
         if self.flavor.proxy == ProxyDelivery::Environment {
             command.proxy(self.config.proxy.clone());
         }
@@ -91,7 +95,7 @@ impl StreamJsonAdapter {
     /// the `initialize` answer.
     async fn open(
         &self,
-        cwd: &Path,
+        cwd: &WorkingDir,
         args: TurnArgs<'_>,
         host: Option<&dyn Host>,
         auth: &mut Option<tempfile::TempDir>,
@@ -243,8 +247,10 @@ impl StreamJsonAdapter {
             resume: None,
             discovery: true,
         };
+        let dir = WorkingDir::open_trusted(scratch.path())
+            .map_err(|_| AgentError::provider("no private directory for model discovery"))?;
         let mut auth = None;
-        let (session, answer) = self.open(scratch.path(), args, None, &mut auth).await?;
+        let (session, answer) = self.open(&dir, args, None, &mut auth).await?;
         let listed = match self.flavor.catalog {
             CatalogSource::InitializeAnswer => Ok(answer),
             CatalogSource::GetModels => session

@@ -19,7 +19,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 
 use serverfs_protocol::bridge::{
@@ -29,7 +28,7 @@ use serverfs_protocol::bridge::{
 };
 use tokio::time::Instant;
 
-use crate::{AgentError, ProcessGroupId};
+use crate::{AgentError, ProcessGroupId, WorkingDir};
 
 /// A boxed, sendable future borrowing from `'a`: the return type of every
 /// adapter and host operation.
@@ -95,9 +94,11 @@ impl Capabilities {
 pub struct TaskContext {
     /// The task id.
     pub task_id: String,
-    /// The authorized working directory: an absolute host path inside the
-    /// workdir root.
-    pub cwd: PathBuf,
+    /// The authorized working directory, opened beneath the workdir root:
+    /// start providers in it with [`ProviderCommand::new`], never by path.
+    ///
+    /// [`ProviderCommand::new`]: crate::ProviderCommand::new
+    pub cwd: WorkingDir,
     /// The task's profile.
     pub profile: AgentProfile,
     /// The user's prompt.

@@ -23,7 +23,8 @@
 //! | `fake: wait <ms>` | sleeps; cancel interrupts it | — |
 //! | `fake: steer` | waits for a steering message | `steered=<message>` |
 //! | `fake: fail <CODE>` | the turn fails with the Bridge error code | — |
-//! | `fake: write <name> <content>` | `workspace-write` only: creates or replaces `<name>` in the cwd without following symlinks; a name with `/`, a leading `.`, NUL or `\` is refused | `wrote <name>` |
+//! | `fake: write <name> <content>` | `workspace-write` only: creates or replaces `<name>` in the cwd (beneath its descriptor) without following symlinks; a name with `/`, a leading `.`, NUL or `\` is refused | `wrote <name>` |
+//! | `fake: shell-write <name> <content>` | as `write`, but a `/bin/sh` started in the cwd writes the relative `<name>` (`printf > name`), as a provider's command would | `wrote <name>` |
 //! | `fake: child-tree` | spawns `/bin/sh -c 'sleep 300 & sleep 300 & wait'` in its own process group through [`ProviderCommand`], records the group with the host, kept until cancel | `child tree exited` (only if it ends by itself) |
 //! | `fake: env` | runs `/bin/sh -c env` through [`ProviderCommand`] with the adapter's proxy policy | `env: NAME=value, …` for every proxy-like (`*PROXY*`) or `SERVERFS_*` variable the child saw, sorted; `env: none` if there is none |
 //!
@@ -37,7 +38,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -56,7 +56,7 @@ use crate::spawn::{STOP_GRACE, spawn_provider};
 use crate::turns::{ActiveTurn, Stop, StopSignal, TurnRegistry, expired, timed_out};
 use crate::{
     Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProcessGroupId,
-    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome,
+    ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
 };
 
 /// The fake runtime's name.
@@ -110,12 +110,15 @@ pub enum Directive {
     Steer,
     /// `fail <CODE>`.
     Fail(BridgeErrorCode),
-    /// `write <name> <content>`.
+    /// `write <name> <content>` or `shell-write <name> <content>`.
     Write {
         /// A plain file name inside the cwd.
         name: String,
         /// The file's new content.
         content: String,
+        /// Written by a child shell started in the cwd (`shell-write`), as
+        /// a provider's command would, rather than by the adapter.
+        by_shell: bool,
     },
     /// `child-tree`.
     ChildTree,
@@ -188,7 +191,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
                 .map(Directive::Fail)
                 .map_err(|_| malformed())
         }
-        "write" => {
+        "write" | "shell-write" => {
             let (name, content) = rest
                 .split_once(char::is_whitespace)
                 .map_or((rest, ""), |(name, content)| (name, content));
@@ -198,6 +201,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
             Ok(Directive::Write {
                 name: name.to_owned(),
                 content: content.to_owned(),
+                by_shell: verb == "shell-write",
             })
         }
         "child-tree" => no_argument(Directive::ChildTree),
@@ -489,7 +493,11 @@ impl Turn {
             Directive::Fail(code) => {
                 Err(AgentError::new(code, "the fake runtime failed as scripted"))
             }
-            Directive::Write { name, content } => {
+            Directive::Write {
+                name,
+                content,
+                by_shell,
+            } => {
                 if ctx.profile != AgentProfile::WorkspaceWrite {
                     return Err(AgentError::new(
                         BridgeErrorCode::AgentProfileNotAllowed,
@@ -514,7 +522,13 @@ impl Turn {
                         Ok(())
                     })
                     .await?;
-                write_beneath(&ctx.cwd, &name, content.as_bytes())?;
+                if by_shell {
+                    self.stop
+                        .within(deadline, shell_write(adapter, ctx, host, &name, &content))
+                        .await?;
+                } else {
+                    write_beneath(&ctx.cwd, &name, content.as_bytes())?;
+                }
                 Ok(Some(format!("wrote {name}")))
             }
             Directive::ChildTree => self.child_tree(adapter, ctx, host).await,
@@ -558,6 +572,31 @@ impl Turn {
             Some(end) => Err(end),
             None => Ok(Some("child tree exited".to_owned())),
         }
+    }
+}
+
+/// Has `/bin/sh`, started in the cwd, write `content` to the relative
+/// `name`: the file lands wherever the child's cwd is.
+async fn shell_write(
+    adapter: &FakeAdapter,
+    ctx: &TaskContext,
+    host: &dyn Host,
+    name: &str,
+    content: &str,
+) -> Result<(), AgentError> {
+    let failed = || AgentError::new(BridgeErrorCode::AgentProviderError, "the fake write failed");
+    let mut command = ProviderCommand::new(SHELL, &ctx.cwd);
+    command
+        .args(["-c", "printf '%s' \"$2\" > \"$1\"", "sh", name, content])
+        .proxy(adapter.proxy.clone());
+    // Recorded like any provider: it writes in the workdir.
+    let mut child = spawn_provider(&command, Some(host), "the fake shell").await?;
+    let status = child.wait().await.map_err(|_| failed())?;
+    let _stopped = child.terminate(STOP_GRACE).await;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(failed())
     }
 }
 
@@ -686,19 +725,14 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 /// Creates or replaces the regular file `name` directly in `cwd`, opened
-/// beneath the directory descriptor without following a symlink; a
-/// non-regular file there (FIFO, device, directory) is refused.
-fn write_beneath(cwd: &Path, name: &str, content: &[u8]) -> Result<(), AgentError> {
+/// beneath the directory descriptor the core opened (never by the cwd's
+/// path) without following a symlink; a non-regular file there (FIFO,
+/// device, directory) is refused.
+fn write_beneath(cwd: &WorkingDir, name: &str, content: &[u8]) -> Result<(), AgentError> {
     let failed = |_| AgentError::new(BridgeErrorCode::AgentProviderError, "the fake write failed");
-    let dir = rustix::fs::open(
-        cwd,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(failed)?;
     // NONBLOCK: a FIFO planted under the name must not hang the turn.
     let file = rustix::fs::openat(
-        &dir,
+        cwd,
         name,
         OFlags::WRONLY
             | OFlags::CREATE

@@ -9,7 +9,7 @@
 //!   of a runtime and the callbacks a runtime uses to talk back.
 //! * **Process containment** ([`ProviderCommand`], [`ProviderChild`]): a
 //!   provider starts from an absolute executable with fixed argv, in the
-//!   authorized working directory, with an environment built from nothing
+//!   authorized working directory held open as a [`WorkingDir`], with an environment built from nothing
 //!   ([`provider_environment`]: a short allowlist, the adapter's pairs,
 //!   and `HTTPS_PROXY`/`NO_PROXY` only when the runtime uses the agent
 //!   egress proxy), stdin/stdout piped for the adapter's protocol, stderr
@@ -79,6 +79,7 @@ mod scrub;
 pub mod serving;
 pub mod spawn;
 pub mod turns;
+mod working_dir;
 
 pub use contract::{
     Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderState, TaskContext,
@@ -86,8 +87,9 @@ pub use contract::{
 };
 pub use error::{AgentError, CommandProblem, ProcessError};
 pub use process::{
-    DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy,
+    DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy, StartDir,
     StderrCapture, StderrTail, Termination, is_group_alive, provider_environment,
 };
 pub use scrub::{CREDENTIAL_MARKER, scrub_credentials};
 pub use serverfs_protocol::bridge::BridgeErrorCode;
+pub use working_dir::WorkingDir;

@@ -116,8 +116,18 @@ impl Workdir {
         self.resolver.open_dir(self.root_fd(), parent)
     }
 
-    /// Opens the directory at `path` for reading its entries.
-    pub(crate) fn open_directory(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
+    /// Opens the directory at `path` (`O_RDONLY | O_DIRECTORY`), resolved
+    /// beneath the root with no symlink in any component: for reading its
+    /// entries, or as a process's working directory that later renames
+    /// and symlink swaps cannot redirect.
+    ///
+    /// # Errors
+    ///
+    /// `PATH_NOT_FOUND`, `NOT_A_DIRECTORY`, `SYMLINK_NOT_ALLOWED`,
+    /// `ACCESS_DENIED` and the other resolution codes. The naming policy is
+    /// not applied here: check it with [`Workdir::parse_path`] or
+    /// [`PathPolicy::check`] first.
+    pub fn open_directory(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
         let parent = self.open_parent(path)?;
         let name = path.file_name().unwrap_or(".");
         let fd = linux::open_dir_component(parent.as_fd(), name, OFlags::RDONLY)?;

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::json;
-use serverfs_agent_runtime::AgentError;
+use serverfs_agent_runtime::{AgentError, WorkingDir};
 use serverfs_config::{AgentMode, Config, WorkdirConfig};
-use serverfs_fs::{EntryKind, FsError, PathPolicy, RelPath, Resolver, Workdir};
+use serverfs_fs::{FsError, PathPolicy, RelPath, Resolver, Workdir};
 use serverfs_lease::{LeaseError, LeaseId};
 use serverfs_protocol::bridge::{AgentProfile, BridgeErrorCode};
 use thiserror::Error;
@@ -77,8 +77,8 @@ pub struct Authorized<'a> {
     pub workdir: &'a WorkdirPolicy,
     /// The normalized relative cwd (`""` is the root).
     pub relative_cwd: String,
-    /// The absolute host cwd, for the adapter only.
-    pub host_cwd: PathBuf,
+    /// The cwd, opened beneath the workdir root, for the adapter only.
+    pub cwd: WorkingDir,
 }
 
 impl Policies {
@@ -121,11 +121,11 @@ impl Policies {
             .get(alias)
             .ok_or_else(|| AgentError::new(BridgeErrorCode::WorkdirNotFound, "unknown workdir"))?;
         workdir.allows(runtime, profile)?;
-        let host_cwd = workdir.resolve_cwd(relative_cwd)?;
+        let cwd = workdir.open_cwd(relative_cwd)?;
         Ok(Authorized {
             workdir,
             relative_cwd: relative_cwd.as_string(),
-            host_cwd,
+            cwd,
         })
     }
 }
@@ -200,10 +200,11 @@ impl WorkdirPolicy {
         Ok(())
     }
 
-    /// The host directory of `relative_cwd`, reached through the confined
-    /// kernel: no symlink anywhere on the way, naming rules applied, and it
-    /// must be a directory.
-    fn resolve_cwd(&self, relative_cwd: &RelPath) -> ServiceResult<PathBuf> {
+    /// Opens `relative_cwd` through the confined kernel: no symlink
+    /// anywhere on the way, naming rules applied, and it must be a
+    /// directory. The task keeps the descriptor, so whatever happens to the
+    /// path afterwards, its providers start in this very directory.
+    fn open_cwd(&self, relative_cwd: &RelPath) -> ServiceResult<WorkingDir> {
         let invalid =
             |why: &str| AgentError::new(BridgeErrorCode::InvalidWorkdirPath, why.to_owned());
         let workdir =
@@ -217,22 +218,15 @@ impl WorkdirPolicy {
             .policy()
             .check(relative_cwd)
             .map_err(|_| invalid("the working directory is not allowed by the workdir's rules"))?;
-        match workdir.stat(relative_cwd) {
-            Ok(entry) if entry.kind == EntryKind::Directory => {}
-            Ok(_) => return Err(invalid("the working directory is not a directory")),
-            Err(FsError::NotFound) => {
-                return Err(AgentError::new(
-                    BridgeErrorCode::WorkdirPathNotFound,
-                    "the working directory does not exist",
-                ));
-            }
-            Err(_) => return Err(invalid("the working directory cannot be used")),
+        match workdir.open_directory(relative_cwd) {
+            Ok(dir) => Ok(WorkingDir::from_descriptor(dir)),
+            Err(FsError::NotFound) => Err(AgentError::new(
+                BridgeErrorCode::WorkdirPathNotFound,
+                "the working directory does not exist",
+            )),
+            Err(FsError::NotADirectory) => Err(invalid("the working directory is not a directory")),
+            Err(_) => Err(invalid("the working directory cannot be used")),
         }
-        let mut host = self.root.clone();
-        for component in relative_cwd.components() {
-            host.push(component);
-        }
-        Ok(host)
     }
 }
 

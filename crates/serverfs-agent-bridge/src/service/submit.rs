@@ -205,7 +205,7 @@ impl Core {
             redactor: Redactor::new(root_spellings(&authorized)),
             context: TaskContext {
                 task_id: task_id.clone(),
-                cwd: authorized.host_cwd,
+                cwd: authorized.cwd,
                 profile,
                 prompt: params.prompt,
                 model: params.model,

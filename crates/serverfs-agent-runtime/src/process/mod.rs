@@ -14,7 +14,7 @@ mod sys;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ pub use stderr_capture::{DEFAULT_STDERR_CAPACITY, StderrCapture, StderrTail};
 
 use self::sys::GroupSignal;
 use crate::error::{CommandProblem, ProcessError};
+use crate::working_dir::WorkingDir;
 
 /// How often [`ProviderChild::terminate`] looks at the group while it waits.
 /// Termination is rare and a `/proc` scan is cheap; 20 ms keeps a stop
@@ -93,6 +94,46 @@ pub struct Termination {
     pub exit_status: Option<ExitStatus>,
 }
 
+/// Where a provider process starts.
+#[derive(Clone)]
+pub enum StartDir {
+    /// A task's directory, by descriptor: the child starts in the very
+    /// directory that was opened, whatever its path names by now.
+    Opened(WorkingDir),
+    /// A directory no client controls (`/`, the Bridge's home), by path.
+    Trusted(PathBuf),
+}
+
+impl From<&WorkingDir> for StartDir {
+    fn from(dir: &WorkingDir) -> StartDir {
+        StartDir::Opened(dir.clone())
+    }
+}
+
+impl From<&Path> for StartDir {
+    fn from(path: &Path) -> StartDir {
+        StartDir::Trusted(path.to_path_buf())
+    }
+}
+
+impl From<&PathBuf> for StartDir {
+    fn from(path: &PathBuf) -> StartDir {
+        StartDir::Trusted(path.clone())
+    }
+}
+
+impl From<PathBuf> for StartDir {
+    fn from(path: PathBuf) -> StartDir {
+        StartDir::Trusted(path)
+    }
+}
+
+impl From<&str> for StartDir {
+    fn from(path: &str) -> StartDir {
+        StartDir::Trusted(PathBuf::from(path))
+    }
+}
+
 /// How to start one provider process.
 ///
 /// Built per task by an adapter from configuration: nothing in it comes
@@ -106,7 +147,7 @@ pub struct Termination {
 pub struct ProviderCommand {
     executable: PathBuf,
     args: Vec<OsString>,
-    working_dir: PathBuf,
+    working_dir: StartDir,
     env: Vec<(String, String)>,
     passthrough: Vec<String>,
     inherited: Option<Vec<(String, String)>>,
@@ -119,10 +160,11 @@ impl ProviderCommand {
     /// no adapter environment, no proxy, and a 64 KiB stderr capture.
     ///
     /// `executable` must be absolute (resolved once at Bridge start-up;
-    /// never searched in `PATH` here); `working_dir` is the absolute host
-    /// path of the authorized task directory. Both are checked by
+    /// never searched in `PATH` here); `working_dir` is the task's opened
+    /// directory ([`TaskContext::cwd`](crate::TaskContext::cwd)), or an
+    /// absolute path no client controls, for probes. Both are checked by
     /// [`spawn`](Self::spawn).
-    pub fn new(executable: impl Into<PathBuf>, working_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(executable: impl Into<PathBuf>, working_dir: impl Into<StartDir>) -> Self {
         Self {
             executable: executable.into(),
             args: Vec::new(),
@@ -215,11 +257,15 @@ impl ProviderCommand {
                 CommandProblem::ExecutableNotAbsolute,
             ));
         }
-        if !self.working_dir.is_absolute() {
-            return Err(ProcessError::InvalidCommand(
-                CommandProblem::WorkingDirectoryNotAbsolute,
-            ));
-        }
+        let working_dir = match &self.working_dir {
+            StartDir::Opened(dir) => dir.spawn_path(),
+            StartDir::Trusted(path) if path.is_absolute() => path.clone(),
+            StartDir::Trusted(_) => {
+                return Err(ProcessError::InvalidCommand(
+                    CommandProblem::WorkingDirectoryNotAbsolute,
+                ));
+            }
+        };
         let inherited: Vec<(String, String)> = match &self.inherited {
             Some(vars) => vars.clone(),
             None => std::env::vars_os()
@@ -241,7 +287,7 @@ impl ProviderCommand {
         let mut command = Command::new(&self.executable);
         command
             .args(&self.args)
-            .current_dir(&self.working_dir)
+            .current_dir(&working_dir)
             .env_clear()
             .envs(env)
             .stdin(Stdio::piped())

@@ -12,7 +12,7 @@ use serverfs_agent_runtime::fake::{
 };
 use serverfs_agent_runtime::{
     Adapter, BridgeErrorCode, NativeIds, ProviderState, ProxyPolicy, TaskContext, TurnOutcome,
-    TurnStatus, is_group_alive,
+    TurnStatus, WorkingDir, is_group_alive,
 };
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
@@ -33,7 +33,7 @@ fn scripted() -> RecordingHost {
 fn context(task_id: &str, cwd: &Path, profile: AgentProfile, prompt: &str) -> TaskContext {
     TaskContext {
         task_id: task_id.to_owned(),
-        cwd: cwd.to_path_buf(),
+        cwd: WorkingDir::open_trusted(cwd).unwrap(),
         profile,
         prompt: prompt.to_owned(),
         model: None,
@@ -328,6 +328,37 @@ async fn write_creates_the_file_under_workspace_write() {
 }
 
 #[tokio::test]
+async fn writes_land_in_the_opened_directory_after_its_path_was_swapped() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("work");
+    let outside = outer.path().join("outside");
+    fs::create_dir(&dir).unwrap();
+    fs::create_dir(&outside).unwrap();
+    let adapter = FakeAdapter::new();
+    // Opened first, as the core does at submit; then the path is moved and
+    // a symlink to another directory takes its place.
+    let ctx = context(
+        "swap",
+        &dir,
+        AgentProfile::WorkspaceWrite,
+        "fake: write direct.txt a\nfake: shell-write shell.txt b",
+    );
+    let moved = outer.path().join("moved");
+    fs::rename(&dir, &moved).unwrap();
+    std::os::unix::fs::symlink(&outside, &dir).unwrap();
+
+    let outcome = within("swapped writes", adapter.run(ctx, Arc::new(scripted()))).await;
+    assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+    assert_eq!(fs::read_to_string(moved.join("direct.txt")).unwrap(), "a");
+    assert_eq!(fs::read_to_string(moved.join("shell.txt")).unwrap(), "b");
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing escaped"
+    );
+}
+
+#[tokio::test]
 async fn write_is_refused_in_review_and_for_unsafe_names() {
     let outer = tempfile::tempdir().unwrap();
     let dir = outer.path().join("work");
@@ -525,7 +556,7 @@ fn the_directive_grammar() {
     let script = parse_script(
         "Please do things.\n  fake: complete  two words \nfake: approval\nfake: options\nfake: two-approvals\n\
          fake: question\nfake: wait 25\nfake: steer\nfake: fail AGENT_TASK_TIMED_OUT\n\
-         fake: write a.txt x y\nfake: write empty\nfake: child-tree\nfake: env",
+         fake: write a.txt x y\nfake: write empty\nfake: shell-write b.txt z\nfake: child-tree\nfake: env",
     )
     .unwrap();
     assert_eq!(
@@ -541,11 +572,18 @@ fn the_directive_grammar() {
             Directive::Fail(BridgeErrorCode::AgentTaskTimedOut),
             Directive::Write {
                 name: "a.txt".to_owned(),
-                content: "x y".to_owned()
+                content: "x y".to_owned(),
+                by_shell: false,
             },
             Directive::Write {
                 name: "empty".to_owned(),
-                content: String::new()
+                content: String::new(),
+                by_shell: false,
+            },
+            Directive::Write {
+                name: "b.txt".to_owned(),
+                content: "z".to_owned(),
+                by_shell: true,
             },
             Directive::ChildTree,
             Directive::Env,
@@ -556,17 +594,16 @@ fn the_directive_grammar() {
         vec![Directive::Complete("hello".to_owned())]
     );
     assert!(parse_script("fake: write").is_err());
+    assert!(parse_script("fake: shell-write").is_err());
     assert!(parse_script("fake: options allow").is_err());
 }
 
 #[test]
 fn task_context_debug_hides_the_prompt_and_path() {
-    let ctx = context(
-        "t",
-        Path::new("/srv/secret-host-path"),
-        AgentProfile::Review,
-        "my private prompt",
-    );
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("secret-host-path");
+    fs::create_dir(&dir).unwrap();
+    let ctx = context("t", &dir, AgentProfile::Review, "my private prompt");
     let shown = format!("{ctx:?}");
     assert!(!shown.contains("private") && !shown.contains("secret-host-path"));
 }
