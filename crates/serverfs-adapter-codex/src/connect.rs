@@ -239,7 +239,7 @@ impl Connection {
         drop(peer);
         if let Some(mut child) = child {
             let stopped = child.terminate(STOP_GRACE).await;
-            if !stopped.group_gone {
+            if !stopped.tree_gone {
                 tracing::warn!("codex app-server could not be proven stopped");
             }
         }

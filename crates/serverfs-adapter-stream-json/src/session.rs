@@ -176,7 +176,7 @@ impl Session {
         self.outgoing = None;
         let _exited = tokio::time::timeout(EXIT_WAIT, self.child.wait()).await;
         let stopped = self.child.terminate(STOP_GRACE).await;
-        if !stopped.group_gone {
+        if !stopped.tree_gone {
             tracing::warn!(runtime, "provider CLI could not be proven stopped");
         }
     }

@@ -26,6 +26,7 @@
 //! | `fake: write <name> <content>` | `workspace-write` only: creates or replaces `<name>` in the cwd (beneath its descriptor) without following symlinks; a name with `/`, a leading `.`, NUL or `\` is refused | `wrote <name>` |
 //! | `fake: shell-write <name> <content>` | as `write`, but a `/bin/sh` started in the cwd writes the relative `<name>` (`printf > name`), as a provider's command would | `wrote <name>` |
 //! | `fake: child-tree` | spawns `/bin/sh -c 'sleep 300 & sleep 300 & wait'` in its own process group through [`ProviderCommand`], records the group with the host, kept until cancel | `child tree exited` (only if it ends by itself) |
+//! | `fake: escape-tree` | as `child-tree`, but the shell starts two `setsid` processes that ignore `SIGTERM` (one stays its child, one is orphaned at once), as Codex starts commands | `child tree exited` (only if it ends by itself) |
 //! | `fake: env` | runs `/bin/sh -c env` through [`ProviderCommand`] with the adapter's proxy policy | `env: NAME=value, …` for every proxy-like (`*PROXY*`) or `SERVERFS_*` variable the child saw, sorted; `env: none` if there is none |
 //!
 //! An unknown or malformed directive fails the turn with
@@ -80,6 +81,11 @@ pub const FAKE_CAPABILITIES: Capabilities = Capabilities {
 const SHELL: &str = "/bin/sh";
 /// Two grandchildren in the shell's process group, kept until killed.
 const CHILD_TREE_SCRIPT: &str = "sleep 300 & sleep 300 & wait";
+/// What `escape-tree` runs: two processes that leave the group and session
+/// (`setsid`) and ignore `SIGTERM`, one still the shell's child, one whose
+/// parent exits at once (re-parented to the subreaper, or to init).
+const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' & \
+     (setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' &) ; wait";
 /// The `command_display` of an approval without a summary.
 const DEFAULT_COMMAND: &str = "echo test";
 /// The prompt of a question without text.
@@ -122,6 +128,8 @@ pub enum Directive {
     },
     /// `child-tree`.
     ChildTree,
+    /// `escape-tree`.
+    EscapeTree,
     /// `env`.
     Env,
 }
@@ -205,6 +213,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
             })
         }
         "child-tree" => no_argument(Directive::ChildTree),
+        "escape-tree" => no_argument(Directive::EscapeTree),
         "env" => no_argument(Directive::Env),
         _ => Err(AgentError::new(
             BridgeErrorCode::AgentProviderError,
@@ -531,7 +540,11 @@ impl Turn {
                 }
                 Ok(Some(format!("wrote {name}")))
             }
-            Directive::ChildTree => self.child_tree(adapter, ctx, host).await,
+            Directive::ChildTree => self.child_tree(adapter, ctx, host, CHILD_TREE_SCRIPT).await,
+            Directive::EscapeTree => {
+                self.child_tree(adapter, ctx, host, ESCAPE_TREE_SCRIPT)
+                    .await
+            }
             Directive::Env => self
                 .stop
                 .within(deadline, child_environment(adapter, ctx))
@@ -540,19 +553,18 @@ impl Turn {
         }
     }
 
-    /// Spawns the process tree and keeps it until the turn is stopped (or
-    /// the shell ends by itself); then stops the whole group and proves it
-    /// gone.
+    /// Spawns the process tree `script` and keeps it until the turn is
+    /// stopped (or the shell ends by itself); then stops the whole tree and
+    /// proves it gone.
     async fn child_tree(
         &mut self,
         adapter: &FakeAdapter,
         ctx: &TaskContext,
         host: &dyn Host,
+        script: &str,
     ) -> Result<Option<String>, AgentError> {
         let mut command = ProviderCommand::new(SHELL, &ctx.cwd);
-        command
-            .args(["-c", CHILD_TREE_SCRIPT])
-            .proxy(adapter.proxy.clone());
+        command.args(["-c", script]).proxy(adapter.proxy.clone());
         let mut child = spawn_provider(&command, Some(host), "the fake child tree").await?;
         let group = &self.active.state().group;
         *lock(group) = Some(child.process_group());
@@ -563,7 +575,7 @@ impl Turn {
         };
         let termination = child.terminate(STOP_GRACE).await;
         *lock(group) = None;
-        if !termination.group_gone {
+        if !termination.tree_gone {
             return Err(AgentError::provider(
                 "the fake child tree could not be proven stopped",
             ));

@@ -51,7 +51,7 @@
 //!
 //!     // Cancel: the shell and the `sleep` it started go down together.
 //!     let stopped = provider.terminate(Duration::from_secs(5)).await;
-//!     assert!(stopped.group_gone);
+//!     assert!(stopped.tree_gone);
 //!     assert!(!is_group_alive(provider.process_group()));
 //!     Ok::<_, Box<dyn std::error::Error>>(())
 //! })?;
@@ -88,8 +88,9 @@ pub use contract::{
 pub use error::{AgentError, CommandProblem, ProcessError};
 pub use process::{
     DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy, StartDir,
-    StderrCapture, StderrTail, Termination, is_group_alive, provider_environment,
+    StderrCapture, StderrTail, Termination, adopt_orphans, is_group_alive, is_task_alive,
+    provider_environment, reap_adopted, reap_adopted_forever,
 };
 pub use scrub::{CREDENTIAL_MARKER, scrub_credentials};
 pub use serverfs_protocol::bridge::BridgeErrorCode;
-pub use working_dir::WorkingDir;
+pub use working_dir::{TASK_MARKER_VAR, WorkingDir};

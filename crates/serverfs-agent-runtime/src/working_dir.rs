@@ -18,7 +18,13 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 
-/// An opened working directory.
+/// The environment variable naming the task a provider process works for,
+/// in every process started in a task's [`WorkingDir`]. Inherited by what
+/// the provider starts, it lets the Bridge find a descendant that left the
+/// provider's process group and session, even after a Bridge restart.
+pub const TASK_MARKER_VAR: &str = "AGENT_BRIDGE_TASK_ID";
+
+/// An opened working directory, and the task it belongs to (if any).
 ///
 /// Cloning shares the descriptor; it closes when the last clone is
 /// dropped.
@@ -30,13 +36,18 @@ use rustix::fs::{Mode, OFlags};
 #[derive(Clone)]
 pub struct WorkingDir {
     dir: Arc<OwnedFd>,
+    task_id: Option<Arc<str>>,
 }
 
 impl WorkingDir {
     /// Wraps a directory descriptor the caller opened safely (the core:
     /// beneath the workdir root, refusing symlinks in every component).
+    /// Name its task with [`with_task`](Self::with_task).
     pub fn from_descriptor(dir: OwnedFd) -> WorkingDir {
-        WorkingDir { dir: Arc::new(dir) }
+        WorkingDir {
+            dir: Arc::new(dir),
+            task_id: None,
+        }
     }
 
     /// Opens the directory at `path` by name.
@@ -53,6 +64,21 @@ impl WorkingDir {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let dir = rustix::fs::open(path, flags, Mode::empty())?;
         Ok(WorkingDir::from_descriptor(dir))
+    }
+
+    /// The same directory as task `task_id`'s: processes started in it
+    /// carry [`TASK_MARKER_VAR`]`=<task_id>`.
+    #[must_use]
+    pub fn with_task(mut self, task_id: &str) -> WorkingDir {
+        self.task_id = Some(Arc::from(task_id));
+        self
+    }
+
+    /// The task marker entry (`NAME=value`) of processes started here.
+    pub(crate) fn task_marker(&self) -> Option<(String, String)> {
+        self.task_id
+            .as_ref()
+            .map(|task| (TASK_MARKER_VAR.to_owned(), task.to_string()))
     }
 
     /// The path a child process is given as its cwd: the descriptor's
@@ -94,6 +120,7 @@ impl fmt::Debug for WorkingDir {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WorkingDir")
             .field("fd", &self.dir.as_raw_fd())
+            .field("task_id", &self.task_id)
             .finish()
     }
 }

@@ -53,3 +53,109 @@ pub fn cmdline(pid: u32) -> String {
         })
         .unwrap_or_default()
 }
+
+/// Whether `pid` exists and is not a zombie.
+pub fn is_running(pid: u32) -> bool {
+    matches!(stat(pid), Some((state, _)) if state != b'Z' && state != b'X')
+}
+
+/// The running processes whose environment holds `NAME=value` exactly
+/// (the Bridge's task marker, say), read from `/proc/<pid>/environ`.
+pub fn running_with_env(name: &str, value: &str) -> Vec<u32> {
+    let entry = format!("{name}={value}");
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|item| item == entry.as_bytes())
+            })
+        })
+        .filter(|pid| is_running(*pid))
+        .collect()
+}
+
+/// Waits (up to 10 s) until at least `count` processes carry `NAME=value`
+/// in their environment and their session is not `not_session`; returns
+/// them. Panics on timeout.
+pub fn await_escaped(name: &str, value: &str, count: usize, not_session: u32) -> Vec<u32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let escaped: Vec<u32> = running_with_env(name, value)
+            .into_iter()
+            .filter(|pid| session_of(*pid).is_some_and(|session| session != not_session))
+            .collect();
+        if escaped.len() >= count {
+            return escaped;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} processes escaped their session",
+            escaped.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The session id of `pid`, from `/proc/<pid>/stat`.
+pub fn session_of(pid: u32) -> Option<u32> {
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|byte| *byte == b')')?;
+    let rest = String::from_utf8(stat.get(close + 1..)?.to_vec()).ok()?;
+    rest.split_ascii_whitespace().nth(3)?.parse().ok()
+}
+
+/// SIGKILLs its processes when dropped: a test that orphans processes
+/// cleans them up even when it fails.
+#[derive(Debug)]
+pub struct KillOnDrop(pub Vec<u32>);
+
+impl KillOnDrop {
+    /// SIGKILLs every process now and waits (up to 10 s) until none runs.
+    pub fn kill_now(&self) {
+        for pid in &self.0 {
+            kill(*pid);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.0.iter().any(|pid| is_running(*pid)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "processes outlived SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            kill(*pid);
+        }
+    }
+}
+
+fn kill(pid: u32) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// The children of `parent` that are zombies (exited, not reaped).
+pub fn zombie_children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(parent))
+        .filter(|pid| matches!(stat(*pid), Some((b'Z', _))))
+        .collect()
+}

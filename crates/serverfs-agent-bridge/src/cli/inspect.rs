@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
-use serverfs_agent_runtime::{ProcessGroupId, is_group_alive};
+use serverfs_agent_runtime::{ProcessGroupId, is_group_alive, is_task_alive};
 
 use super::{bridge_config, config_error};
 
@@ -106,9 +106,11 @@ fn write_guards(out: &mut String, lock_dir: &std::path::Path) {
             let _ = writeln!(out, "recovery guards: {}", guards.len());
             for (lease, record) in guards {
                 // Judged as the Bridge judges it: a group whose members have
-                // all exited (zombies not yet reaped) is gone.
+                // all exited (zombies not yet reaped) is gone; a process
+                // carrying the task's marker is the provider's.
                 let group = record.provider_pgid.and_then(ProcessGroupId::from_raw);
                 let provider = match group {
+                    _ if is_task_alive(&record.task_id) => "running",
                     Some(group) if is_group_alive(group) => "running",
                     Some(_) => "stopped",
                     None => "unknown",

@@ -42,6 +42,13 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
         Ok(listener) => listener,
         Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
     };
+    // Before any provider starts: what a provider's process leaves behind
+    // when its parent exits comes back to the Bridge, to be found, stopped
+    // with its task and reaped.
+    if let Err(error) = serverfs_agent_runtime::adopt_orphans() {
+        tracing::warn!(error = %error, "cannot become the child subreaper of providers");
+    }
+    let reaper = tokio::spawn(serverfs_agent_runtime::reap_adopted_forever());
     let lease_ids = match config.lease_ids() {
         Ok(ids) => ids,
         Err(message) => return config_error(&message),
@@ -86,6 +93,7 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
     stop.trigger();
     service.shutdown().await;
     let served = server.await;
+    reaper.abort();
     if let Err(error) = store.close() {
         tracing::warn!(code = error.code().as_str(), "store did not close cleanly");
     }

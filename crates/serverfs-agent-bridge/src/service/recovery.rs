@@ -20,11 +20,11 @@ use super::error::{ServiceResult, lease_error};
 use crate::store::{TaskRecord, now_millis};
 use serverfs_agent_runtime::AgentError;
 use serverfs_agent_runtime::{NativeIds, ProviderState};
-use serverfs_agent_runtime::{ProcessGroupId, is_group_alive};
+use serverfs_agent_runtime::{ProcessGroupId, is_group_alive, is_task_alive};
 
 /// Combines the adapter's answer with the kernel's: any live recorded
-/// process group means running; a proven stop needs the adapter's proof
-/// and every recorded group gone.
+/// process group, or any live process carrying the task's marker, means
+/// running; a proven stop needs the adapter's proof and all of those gone.
 ///
 /// `kill(-pgid, 0)` also counts zombies: members that exited but that
 /// their parent has not reaped — init, for a provider's orphaned
@@ -33,8 +33,14 @@ use serverfs_agent_runtime::{ProcessGroupId, is_group_alive};
 /// ([`is_group_alive`]); otherwise a stopped tree would keep its guard.
 pub(super) fn provider_liveness(
     adapter_says: ProviderLiveness,
+    task_id: &str,
     groups: impl IntoIterator<Item = i32>,
 ) -> ProviderLiveness {
+    // A descendant that left every recorded group (a command started with
+    // `setsid`) still carries the task's marker.
+    if is_task_alive(task_id) {
+        return ProviderLiveness::Running;
+    }
     let mut combined = adapter_says;
     for group in groups {
         match probe_process_group(group) {
@@ -88,6 +94,7 @@ impl Core {
             let group = recorded.get(&task.task_id).copied().flatten();
             let effective = provider_liveness(
                 ProviderLiveness::from_provider_active(state.provider_active),
+                &task.task_id,
                 group,
             );
             let code = if task.deadline_at <= now_millis() {
@@ -185,7 +192,7 @@ impl Core {
         for (lease, record) in guards {
             let (_, adapter_says) = self.adapter_liveness(&record, known).await;
             let outcome = serverfs_lease::reconcile(&self.settings.lock_dir, &lease, |found| {
-                provider_liveness(adapter_says, found.provider_pgid)
+                provider_liveness(adapter_says, &found.task_id, found.provider_pgid)
             });
             log_reconciliation(&lease, outcome);
         }
@@ -219,7 +226,7 @@ impl Core {
                 "the workdir has recovery state of an unknown Agent task",
             ));
         };
-        let liveness = provider_liveness(adapter_says, record.provider_pgid);
+        let liveness = provider_liveness(adapter_says, &record.task_id, record.provider_pgid);
         self.record_event(
             &task.task_id,
             EventPayload::TaskReconciled {

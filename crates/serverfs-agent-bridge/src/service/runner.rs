@@ -412,7 +412,8 @@ impl Core {
 
     /// The provider's liveness once its turn is over: a turn that returned
     /// by itself stopped its provider; otherwise the adapter is asked. Any
-    /// recorded process group still alive keeps the provider "running".
+    /// recorded process group still alive, or any process still carrying
+    /// the task's marker, keeps the provider "running".
     async fn liveness_after_turn(
         &self,
         live: &LiveTask,
@@ -433,7 +434,7 @@ impl Core {
         let deadline = Instant::now() + GROUP_SETTLE;
         loop {
             let groups = live.groups().into_iter().map(|group| group.as_raw());
-            let liveness = provider_liveness(adapter_says, groups);
+            let liveness = provider_liveness(adapter_says, &live.task_id, groups);
             if liveness != ProviderLiveness::Running || Instant::now() >= deadline {
                 return liveness;
             }

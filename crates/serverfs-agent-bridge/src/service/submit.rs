@@ -205,7 +205,7 @@ impl Core {
             redactor: Redactor::new(root_spellings(&authorized)),
             context: TaskContext {
                 task_id: task_id.clone(),
-                cwd: authorized.cwd,
+                cwd: authorized.cwd.with_task(&task_id),
                 profile,
                 prompt: params.prompt,
                 model: params.model,

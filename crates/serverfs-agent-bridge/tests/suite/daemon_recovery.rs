@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use serde_json::json;
+use serverfs_agent_runtime::TASK_MARKER_VAR;
 use serverfs_testkit::bridge::{ChildTree, Daemon, Setup, WAIT, count, guards, mcp_mutation, poll};
-use serverfs_testkit::process::parent_of;
+use serverfs_testkit::process::{
+    KillOnDrop, await_escaped, group_members, is_running, parent_of, session_of, zombie_children,
+};
 
 /// How long a graceful shutdown may take (the spec bounds provider
 /// interrupts to 10 s; the service waits at most 15 s for its runners).
@@ -132,6 +135,76 @@ fn cancel_stops_the_whole_child_tree() {
     let types = daemon.event_types(&task);
     assert_eq!(count(&types, "task.cancelled"), 1, "{types:?}");
     assert_eq!(daemon.task(&task)["status"], "cancelled");
+}
+
+/// The processes of `task` that left the Bridge's session (the two
+/// `setsid` children of `fake: escape-tree`), cleaned up by the guard.
+fn escaped_of(task: &str) -> KillOnDrop {
+    let own_session = session_of(std::process::id()).unwrap();
+    KillOnDrop(await_escaped(TASK_MARKER_VAR, task, 2, own_session))
+}
+
+#[test]
+fn cancel_stops_descendants_that_left_the_group_and_ignore_sigterm() {
+    let setup = Setup::new();
+    let daemon = setup.start_serving();
+    let task = daemon.submit("fake: escape-tree");
+    let escaped = escaped_of(&task);
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
+    // The one whose parent exited was adopted by the Bridge, not by init.
+    assert!(
+        escaped
+            .0
+            .iter()
+            .any(|pid| parent_of(*pid) == Some(daemon.pid())),
+        "no escaped process was re-parented to the Bridge"
+    );
+
+    let cancelled = daemon.ok("task.cancel", json!({ "task_id": task }));
+    assert_eq!(cancelled["status"], "cancelled");
+    // The guard goes only with the last of them.
+    poll(WAIT, "the guard to go", || {
+        let free = guards(&setup).is_empty();
+        if !free {
+            return None;
+        }
+        for pid in &escaped.0 {
+            assert!(!is_running(*pid), "guard removed while {pid} runs");
+        }
+        Some(())
+    });
+    wait_workdir_free(&setup, "cancelling an escaping tree");
+    // And the Bridge reaped what it adopted.
+    poll(WAIT, "the adopted zombies to be reaped", || {
+        zombie_children(daemon.pid()).is_empty().then_some(())
+    });
+}
+
+#[test]
+fn after_a_crash_the_guard_stays_while_an_escaped_descendant_runs() {
+    let setup = Setup::new();
+    let mut daemon = setup.start_serving();
+    let task = daemon.submit("fake: escape-tree");
+    let escaped = escaped_of(&task);
+    let pgid = poll(WAIT, "the guard to record the shell", || {
+        guards(&setup).into_iter().find_map(|(_, pgid)| pgid)
+    });
+    daemon.kill();
+
+    // The shell's group ends; the escaped pair still runs.
+    let shell_group = KillOnDrop(group_members(pgid));
+    shell_group.kill_now();
+    assert!(escaped.0.iter().all(|pid| is_running(*pid)));
+    let restarted = restart(&setup);
+    assert_eq!(refused_writer(&restarted), "WORKDIR_RECOVERY_REQUIRED");
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_RECOVERY_REQUIRED"));
+    let (_, inspected, _) = setup.run(&["inspect"]);
+    assert!(inspected.contains("provider=running"), "{inspected}");
+
+    escaped.kill_now();
+    let next = restarted.submit("fake: complete after the escapees");
+    restarted.wait_status(&next, "succeeded");
+    wait_workdir_free(&setup, "the escapees were gone");
 }
 
 #[test]

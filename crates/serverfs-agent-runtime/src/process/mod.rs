@@ -9,9 +9,11 @@
 //! in a process group of its own that is killed as a whole.
 
 mod environment;
+mod orphans;
 mod stderr_capture;
 mod sys;
 
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,9 +24,10 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use environment::{ProxyPolicy, provider_environment};
+pub use orphans::{adopt_orphans, reap_adopted, reap_adopted_forever};
 pub use stderr_capture::{DEFAULT_STDERR_CAPACITY, StderrCapture, StderrTail};
 
-use self::sys::GroupSignal;
+use self::sys::{GroupSignal, Member};
 use crate::error::{CommandProblem, ProcessError};
 use crate::working_dir::WorkingDir;
 
@@ -79,15 +82,29 @@ pub fn is_group_alive(group: ProcessGroupId) -> bool {
     sys::group_has_live_member(group)
 }
 
+/// Whether any process started for task `task_id` may still run code: a
+/// process carrying the task's marker ([`TASK_MARKER_VAR`]), or a
+/// descendant of one, whichever group or session it moved to. This holds
+/// across a Bridge restart, when the processes' parents are long gone.
+/// When `/proc` cannot be read, the answer is `true`.
+///
+/// [`TASK_MARKER_VAR`]: crate::TASK_MARKER_VAR
+pub fn is_task_alive(task_id: &str) -> bool {
+    let marker = format!("{}={task_id}", crate::TASK_MARKER_VAR);
+    sys::provider_members(None, Some(marker.as_bytes()), &HashSet::new())
+        .map_or(true, |members| !members.is_empty())
+}
+
 /// What [`ProviderChild::terminate`] achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Termination {
-    /// No process of the provider's group can run any more. Only this
-    /// proves a provider stop (for example to remove a recovery guard);
-    /// `false` means the stop is unproven and must be treated as if the
-    /// provider still ran.
-    pub group_gone: bool,
-    /// Something in the group outlived `SIGTERM` and the grace period, so
+    /// No process of the provider can run any more: none of its group,
+    /// none of its descendants wherever they moved, none carrying its
+    /// task's marker. Only this proves a provider stop (for example to
+    /// remove a recovery guard); `false` means the stop is unproven and
+    /// must be treated as if the provider still ran.
+    pub tree_gone: bool,
+    /// Something of the provider outlived `SIGTERM` and the grace period, so
     /// `SIGKILL` did the job.
     pub escalated: bool,
     /// The leader's exit status, if it was reaped.
@@ -282,7 +299,15 @@ impl ProviderCommand {
                 extra.push((name.clone(), value.clone()));
             }
         }
-        let env = provider_environment(inherited, &extra, &self.proxy)?;
+        let mut env = provider_environment(inherited, &extra, &self.proxy)?;
+        let marker = match &self.working_dir {
+            StartDir::Opened(dir) => dir.task_marker(),
+            StartDir::Trusted(_) => None,
+        };
+        if let Some((name, value)) = &marker {
+            env.retain(|(existing, _)| existing != name);
+            env.push((name.clone(), value.clone()));
+        }
 
         let mut command = Command::new(&self.executable);
         command
@@ -297,15 +322,26 @@ impl ProviderCommand {
             // rest of the group.
             .kill_on_drop(true);
         sys::contain(&mut command);
-        let mut child = command.spawn().map_err(ProcessError::Spawn)?;
-
         // The child's pid is its group id (`contain`). `id()` is `None` only
         // once the child has been reaped, which nothing did yet.
-        let group = child
+        let mut child = orphans::register_spawned(|| {
+            let child = command.spawn()?;
+            let pid = child
+                .id()
+                .and_then(|pid| i32::try_from(pid).ok())
+                .ok_or_else(|| std::io::Error::other("provider has no pid"))?;
+            Ok((child, pid))
+        })
+        .map_err(ProcessError::Spawn)?;
+        let Some(group) = child
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .and_then(ProcessGroupId::from_raw)
-            .ok_or_else(|| ProcessError::Spawn(std::io::Error::other("provider has no pid")))?;
+        else {
+            return Err(ProcessError::Spawn(std::io::Error::other(
+                "provider has no pid",
+            )));
+        };
         let stderr = child
             .stderr
             .take()
@@ -317,11 +353,13 @@ impl ProviderCommand {
         Ok(ProviderChild {
             child,
             group,
+            marker: marker.map(|(name, value)| format!("{name}={value}").into_bytes()),
+            known: HashSet::new(),
             stdin,
             stdout,
             stderr,
             status: None,
-            group_gone: false,
+            tree_gone: false,
         })
     }
 }
@@ -340,13 +378,14 @@ impl fmt::Debug for ProviderCommand {
     }
 }
 
-/// A running provider process and its group.
+/// A running provider process, its group, and every process it started.
 ///
 /// # Security
 ///
-/// Dropping the handle sends `SIGKILL` to the whole group unless
-/// [`terminate`](Self::terminate) already proved it gone, so a cancelled
-/// task or a Bridge shutdown never leaves a provider tree behind.
+/// Dropping the handle sends `SIGKILL` to the whole group, and to every
+/// descendant seen outside it, unless [`terminate`](Self::terminate)
+/// already proved them gone, so a cancelled task or a Bridge shutdown
+/// never leaves a provider tree behind.
 /// (Should the leader have been reaped and every member have exited, the
 /// group id is free for reuse; signalling it then could only hit an
 /// unrelated group if the pid counter wrapped onto it in between, and
@@ -355,13 +394,18 @@ impl fmt::Debug for ProviderCommand {
 pub struct ProviderChild {
     child: Child,
     group: ProcessGroupId,
+    /// `NAME=value` of the task marker the provider was started with.
+    marker: Option<Vec<u8>>,
+    /// Every process of the provider seen so far: a descendant keeps
+    /// counting once its parent exited and it was re-parented.
+    known: HashSet<Member>,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: StderrCapture,
     /// The leader's status once reaped.
     status: Option<ExitStatus>,
-    /// `terminate` proved the group gone; nothing may be signalled any more.
-    group_gone: bool,
+    /// `terminate` proved the tree gone; nothing may be signalled any more.
+    tree_gone: bool,
 }
 
 impl ProviderChild {
@@ -398,78 +442,131 @@ impl ProviderChild {
             return Ok(status);
         }
         let status = self.child.wait().await.map_err(ProcessError::Wait)?;
-        self.status = Some(status);
+        self.reaped(status);
         Ok(status)
     }
 
-    /// Stops the whole group: `SIGTERM` (and `SIGCONT`, so stopped members
-    /// can act on it), up to `grace` for every member to exit, then
-    /// `SIGKILL`; then reaps the leader and checks that no member runs.
+    /// Stops the provider and everything it started: `SIGTERM` (and
+    /// `SIGCONT`, so stopped processes can act on it) to the group and to
+    /// every descendant outside it (a command started with `setsid`, say),
+    /// up to `grace` for all of them to exit, then `SIGKILL`; then reaps the
+    /// leader and checks that nothing of the provider runs.
+    ///
+    /// Descendants are found in `/proc` by parentage from the group's
+    /// members and by the task marker, and are remembered by pid and start
+    /// time, so one whose parent exits meanwhile is still followed (with
+    /// the Bridge as subreaper it is re-parented to the Bridge). Every look
+    /// adds what was forked since; `SIGKILL` is repeated until a look finds
+    /// nothing left.
     ///
     /// The leader is not reaped before `SIGKILL` is sent: as long as it is
     /// an unreaped zombie its pid, and so the group id, cannot be reused,
-    /// so the signals reach this provider's group and nothing else. The
-    /// final `SIGKILL` goes out even when every member already exited, to
-    /// catch one forked while the group was being examined.
+    /// so the signals reach this provider's group and nothing else. (A
+    /// descendant is signalled by pid; its pid could only be reused if it
+    /// exited and was reaped in the milliseconds between the look and the
+    /// signal, and the pid counter wrapped onto it.)
     ///
     /// Call it after a normal exit too: it is how a stop is *proven*, and
-    /// it costs next to nothing when the group is already empty. A repeated
+    /// it costs next to nothing when the tree is already empty. A repeated
     /// call after a proven stop signals nothing.
     ///
-    /// Never fails: any trouble leaves [`Termination::group_gone`] `false`.
+    /// Never fails: any trouble leaves [`Termination::tree_gone`] `false`.
     pub async fn terminate(&mut self, grace: Duration) -> Termination {
-        if self.group_gone {
+        if self.tree_gone {
             return Termination {
-                group_gone: true,
+                tree_gone: true,
                 escalated: false,
                 exit_status: self.status,
             };
         }
         // A provider blocked on reading its stdin sees end of file.
         self.stdin = None;
-        self.signal(GroupSignal::Terminate);
-        self.signal(GroupSignal::Continue);
+        // Found while the leader still lives: until it exits, every process
+        // it started is its descendant.
+        let _alive = self.look();
+        self.signal_tree(GroupSignal::Terminate);
+        self.signal_tree(GroupSignal::Continue);
 
         let deadline = Instant::now() + grace;
         let mut escalated = false;
-        while is_group_alive(self.group) {
+        while self.look() {
             if Instant::now() >= deadline {
                 escalated = true;
                 break;
             }
             sleep(POLL_INTERVAL).await;
         }
-        self.signal(GroupSignal::Kill);
+        self.signal_tree(GroupSignal::Kill);
 
         if self.status.is_none() {
             match timeout(KILL_SETTLE, self.child.wait()).await {
-                Ok(Ok(status)) => self.status = Some(status),
+                Ok(Ok(status)) => self.reaped(status),
                 Ok(Err(err)) => tracing::warn!(error = %err, "reaping provider failed"),
                 Err(_) => tracing::warn!("provider leader outlived SIGKILL"),
             }
         }
         let settle = Instant::now() + KILL_SETTLE;
-        let group_gone = loop {
-            if !is_group_alive(self.group) {
+        let tree_gone = loop {
+            if !self.look() {
                 break true;
             }
             if Instant::now() >= settle {
                 break false;
             }
+            // Forked between the last `SIGKILL` and this look.
+            self.signal_tree(GroupSignal::Kill);
             sleep(POLL_INTERVAL).await;
         };
-        self.group_gone = group_gone;
+        self.tree_gone = tree_gone;
         tracing::debug!(
             pgid = self.group.as_raw(),
-            group_gone,
+            tree_gone,
             escalated,
+            descendants = self.known.len(),
             "provider terminated"
         );
         Termination {
-            group_gone,
+            tree_gone,
             escalated,
             exit_status: self.status,
         }
+    }
+
+    /// Looks at the process table: adds the provider's processes found now
+    /// to those known, and says whether any of them, or of the group, may
+    /// still run. When `/proc` cannot be read, only the group's own
+    /// signal-based check answers, and it errs on "alive".
+    fn look(&mut self) -> bool {
+        match sys::provider_members(Some(self.group), self.marker.as_deref(), &self.known) {
+            Ok(members) => {
+                let alive = !members.is_empty();
+                self.known.extend(members);
+                alive || is_group_alive(self.group)
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "reading the process table failed");
+                true
+            }
+        }
+    }
+
+    /// Signals the group and every known process of the provider; a
+    /// failure is logged and left to the liveness checks, which then cannot
+    /// prove the tree gone.
+    fn signal_tree(&self, signal: GroupSignal) {
+        self.signal(signal);
+        for member in &self.known {
+            if let Err(err) = sys::signal_member(*member, signal) {
+                tracing::warn!(error = %err, ?signal, "signalling a provider process failed");
+            }
+        }
+    }
+
+    /// Records the leader's exit status; from now on its handle no longer
+    /// reaps, so the orphan reaper may take a process reusing its pid.
+    fn reaped(&mut self, status: ExitStatus) {
+        self.status = Some(status);
+        orphans::unregister_spawned(self.group.as_raw());
     }
 
     /// Signals the group; a failure is logged and left to the liveness
@@ -483,8 +580,10 @@ impl ProviderChild {
 
 impl Drop for ProviderChild {
     fn drop(&mut self) {
-        if !self.group_gone {
-            self.signal(GroupSignal::Kill);
+        if !self.tree_gone {
+            self.signal_tree(GroupSignal::Kill);
         }
+        // The runtime reaps a dropped child in the background.
+        orphans::unregister_spawned(self.group.as_raw());
     }
 }

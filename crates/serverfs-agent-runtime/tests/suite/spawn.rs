@@ -54,7 +54,7 @@ async fn the_child_leads_a_process_group_of_its_own() {
         child
             .terminate(std::time::Duration::from_secs(5))
             .await
-            .group_gone
+            .tree_gone
     );
 }
 

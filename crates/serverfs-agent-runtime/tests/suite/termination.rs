@@ -1,12 +1,15 @@
-//! Stopping a provider stops its whole process group, provably.
+//! Stopping a provider stops its whole process group, and every
+//! descendant that left it, provably.
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use rustix::process::{Pid, test_kill_process_group};
-use serverfs_agent_runtime::{ProcessGroupId, ProviderCommand, is_group_alive};
+use serverfs_agent_runtime::{
+    ProcessGroupId, ProviderCommand, TASK_MARKER_VAR, WorkingDir, is_group_alive, is_task_alive,
+};
 
-use serverfs_testkit::process::{runs_in_group, stat};
+use serverfs_testkit::process::{await_escaped, is_running, runs_in_group, session_of, stat};
 
 use serverfs_testkit::within;
 
@@ -39,7 +42,7 @@ async fn terminate_ends_the_shell_and_its_grandchildren() {
 
     let outcome = within("terminate", child.terminate(Duration::from_secs(10))).await;
 
-    assert!(outcome.group_gone, "{outcome:?}");
+    assert!(outcome.tree_gone, "{outcome:?}");
     assert!(
         !outcome.escalated,
         "SIGTERM should have sufficed: {outcome:?}"
@@ -58,7 +61,7 @@ async fn terminate_ends_the_shell_and_its_grandchildren() {
     assert!(!is_group_alive(group));
     // A second call changes nothing and signals nobody.
     let again = within("terminate again", child.terminate(Duration::ZERO)).await;
-    assert!(again.group_gone);
+    assert!(again.tree_gone);
 }
 
 #[tokio::test]
@@ -79,7 +82,7 @@ async fn orphans_left_by_an_exited_leader_are_still_terminated() {
 
     let outcome = within("terminate", child.terminate(Duration::from_secs(10))).await;
 
-    assert!(outcome.group_gone, "{outcome:?}");
+    assert!(outcome.tree_gone, "{outcome:?}");
     assert!(outcome.exit_status.is_some_and(|status| status.success()));
     for pid in orphans {
         assert!(
@@ -102,7 +105,7 @@ async fn a_child_ignoring_sigterm_is_killed_after_the_grace() {
 
     let outcome = within("terminate", child.terminate(Duration::from_millis(300))).await;
 
-    assert!(outcome.group_gone, "{outcome:?}");
+    assert!(outcome.tree_gone, "{outcome:?}");
     assert!(outcome.escalated, "{outcome:?}");
     assert_eq!(
         outcome.exit_status.and_then(|status| status.signal()),
@@ -178,7 +181,7 @@ async fn a_running_group_is_alive() {
     assert!(
         within("terminate", child.terminate(Duration::from_secs(5)))
             .await
-            .group_gone
+            .tree_gone
     );
 }
 
@@ -190,5 +193,56 @@ fn group_ids_below_two_are_refused() {
     assert_eq!(
         ProcessGroupId::from_raw(2).map(ProcessGroupId::as_raw),
         Some(2)
+    );
+}
+
+/// Two processes that leave the group and the session and ignore
+/// `SIGTERM`: one stays the shell's child, one is orphaned at once.
+const ESCAPING: &str = "setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' & \
+     (setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' &) ; echo ready; wait";
+
+#[tokio::test]
+async fn terminate_ends_descendants_that_left_the_group_and_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = format!("escape-{}", std::process::id());
+    let cwd = WorkingDir::open_trusted(dir.path())
+        .unwrap()
+        .with_task(&task);
+    let mut child = ProviderCommand::new("/bin/sh", &cwd)
+        .args(["-c", ESCAPING])
+        .spawn()
+        .unwrap();
+    let (ready, _stdout) = first_line(&mut child).await;
+    assert_eq!(ready, "ready\n");
+    let own_session = session_of(std::process::id()).unwrap();
+    let escaped = await_escaped(TASK_MARKER_VAR, &task, 2, own_session);
+    assert!(is_task_alive(&task));
+
+    let outcome = within("terminate", child.terminate(Duration::from_millis(300))).await;
+
+    assert!(outcome.tree_gone, "{outcome:?}");
+    assert!(outcome.escalated, "both ignore SIGTERM: {outcome:?}");
+    for pid in escaped {
+        assert!(!is_running(pid), "{pid} survived: {:?}", stat(pid));
+    }
+    assert!(!is_task_alive(&task));
+}
+
+#[tokio::test]
+async fn terminate_ends_an_escaped_child_of_the_provider_even_without_a_task_marker() {
+    // Started by path: no marker, so only parentage leads to it.
+    let mut child =
+        start("setsid /bin/sh -c 'trap \"\" TERM; echo $$; while :; do sleep 1; done' & wait");
+    let (line, _stdout) = first_line(&mut child).await;
+    let escaped: u32 = line.trim().parse().unwrap();
+    assert_ne!(session_of(escaped), session_of(std::process::id()));
+
+    let outcome = within("terminate", child.terminate(Duration::from_millis(300))).await;
+
+    assert!(outcome.tree_gone, "{outcome:?}");
+    assert!(
+        !is_running(escaped),
+        "{escaped} survived: {:?}",
+        stat(escaped)
     );
 }

@@ -10,7 +10,10 @@
 
 mod linux;
 
-pub(crate) use linux::{contain, group_has_live_member, signal_group};
+pub(crate) use linux::{
+    Member, become_subreaper, contain, group_has_live_member, provider_members,
+    reap_adopted_zombies, signal_group, signal_member,
+};
 
 /// A signal sent to a whole provider group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
