@@ -11,7 +11,6 @@ use rmcp::ServiceExt;
 use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
-use crate::http::QuickStart;
 use crate::mcp::{ServerFs, TextContent};
 use crate::service::{
     AgentService, BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease,
@@ -59,10 +58,10 @@ struct ServeArgs {
     /// instead of stdio; overrides [http] bind.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// With --http: create a bearer token with this name (replacing, and so
-    /// revoking, one of the same name, which it then says), print it once
-    /// with the URL, then serve. Meant for a quick start at a terminal; use
-    /// `serverfs token create` otherwise.
+    /// With --http: once listening, create a bearer token with this name
+    /// (replacing one of the same name), print it once with the URL on
+    /// stdout (never in the logs on stderr), then serve. Meant for a quick
+    /// start at a terminal; use `serverfs token create` otherwise.
     #[arg(long, value_name = "NAME", requires = "http")]
     new_token: Option<String>,
 }
@@ -163,23 +162,16 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
             return config_error(&reason.to_string());
         }
     }
-    let mut quick_start_token = None;
-    if let (Some(http), Some(name)) = (&http, &args.new_token) {
-        let store = TokenStore::new(http.token_file.clone());
-        match store
-            .revoke(name)
-            .and_then(|replaced| Ok((store.create(name)?, replaced)))
-        {
-            Ok((token, replaced)) => {
-                quick_start_token = Some(QuickStart {
-                    name: name.clone(),
-                    token,
-                    replaced,
-                });
-            }
+    // The token itself is created only once the address is bound (so a
+    // failed start leaves the token file alone); a bad name is refused
+    // here, with the other configuration errors.
+    let quick_start = match (&http, args.new_token.as_deref()) {
+        (Some(_), Some(name)) => match crate::tokens::check_name(name) {
+            Ok(()) => Some(name),
             Err(reason) => return config_error(&reason.to_string()),
-        }
-    }
+        },
+        (None, _) | (_, None) => None,
+    };
     crate::logging::init(config.server.log_level.as_str());
     log_startup(&config, if http.is_some() { "http" } else { "stdio" });
     // With the Agent Bridge enabled every mutation takes the workdir's
@@ -216,7 +208,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         files.spawn_stale_temp_cleanup(cleanup_budget);
         let server = ServerFs::new(files, agent, TextContent::default());
         match http {
-            Some(http) => crate::http::serve(server, http, largest_binary_cap, quick_start_token)
+            Some(http) => crate::http::serve(server, http, largest_binary_cap, quick_start)
                 .await
                 .map_err(|e| e.to_string()),
             None => serve_stdio(server).await,

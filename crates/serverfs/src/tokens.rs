@@ -169,11 +169,31 @@ impl TokenStore {
     ///
     /// Invalid or duplicate name; file errors.
     pub fn create(&self, name: &str) -> Result<String, TokenError> {
-        validate_name(name)?;
+        self.issue(name, false).map(|(token, _)| token)
+    }
+
+    /// Creates a token named `name` in place of any token of that name,
+    /// in one write of the file (so no moment has neither, or both), and
+    /// returns it with whether an earlier token of the name was revoked.
+    ///
+    /// # Errors
+    ///
+    /// Invalid name; file errors.
+    pub fn replace(&self, name: &str) -> Result<(String, bool), TokenError> {
+        self.issue(name, true)
+    }
+
+    /// The new token, and whether it replaced (revoked) one of the name.
+    fn issue(&self, name: &str, replace: bool) -> Result<(String, bool), TokenError> {
+        check_name(name)?;
         let mut entries = self.entries()?;
-        if entries.iter().any(|e| e.name == name) {
+        let before = entries.len();
+        if replace {
+            entries.retain(|e| e.name != name);
+        } else if entries.iter().any(|e| e.name == name) {
             return Err(TokenError::Duplicate(name.to_owned()));
         }
+        let replaced = entries.len() != before;
         let mut random = [0u8; 32];
         let mut filled = 0;
         while filled < random.len() {
@@ -190,7 +210,7 @@ impl TokenStore {
             created_ms: now_ms(),
         });
         self.write(entries)?;
-        Ok(token)
+        Ok((token, replaced))
     }
 
     /// Removes the token named `name`; false if there was none.
@@ -291,7 +311,11 @@ impl TokenStore {
 
 /// Token names: 1–64 characters of `[A-Za-z0-9_.-]`, starting with a
 /// letter or digit.
-fn validate_name(name: &str) -> Result<(), TokenError> {
+///
+/// # Errors
+///
+/// [`TokenError::InvalidName`].
+pub fn check_name(name: &str) -> Result<(), TokenError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -395,6 +419,30 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(names, ["ci"]);
+    }
+
+    #[test]
+    fn replace_swaps_one_name_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(dir.path().join("tokens.json"));
+        let first = store.replace("quick").unwrap();
+        let other = store.create("other").unwrap();
+        let second = store.replace("quick").unwrap();
+        assert_ne!(first, second);
+        assert_eq!(store.verify(&first).unwrap(), None);
+        assert_eq!(store.verify(&second).unwrap().as_deref(), Some("quick"));
+        assert_eq!(store.verify(&other).unwrap().as_deref(), Some("other"));
+        let names: Vec<String> = store
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["other", "quick"]);
+        assert!(matches!(
+            store.replace("bad name"),
+            Err(TokenError::InvalidName(_))
+        ));
     }
 
     #[test]

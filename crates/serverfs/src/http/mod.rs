@@ -35,7 +35,7 @@ use serverfs_config::{EffectiveHttp, HttpAuth};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::ServerFs;
-use crate::tokens::TokenStore;
+use crate::tokens::{TokenError, TokenStore};
 
 pub use auth::TokenName;
 
@@ -64,29 +64,23 @@ pub enum HttpError {
     /// The server loop failed.
     #[error("HTTP server failed: {0}")]
     Serve(std::io::Error),
+    /// The `--new-token` token could not be stored.
+    #[error("cannot create the --new-token token: {0}")]
+    QuickStartToken(TokenError),
+    /// The `--new-token` token could not be printed (it was revoked again).
+    #[error("cannot print the --new-token token on stdout: {0}")]
+    QuickStartPrint(std::io::Error),
 }
 
-/// A bearer token just created by `serve --new-token`, to announce once to
-/// the person at the terminal with the real address.
-#[derive(Debug)]
-pub struct QuickStart {
-    /// The token's name.
-    pub name: String,
-    /// The token itself (shown only in the announcement).
-    pub token: String,
-    /// Whether it replaced, and so revoked, an earlier token of the name:
-    /// a client configured from an earlier run then gets 401, so the
-    /// announcement says so.
-    pub replaced: bool,
-}
-
-/// Serves `server` over HTTP until SIGTERM or SIGINT, announcing
-/// `quick_start` once listening.
+/// Serves `server` over HTTP until SIGTERM or SIGINT. `quick_start` is the
+/// name given to `serve --new-token`: once the address is bound, a token of
+/// that name replaces any other of the name and is announced once, with
+/// the real address, to the person who started the server.
 pub async fn serve(
     server: ServerFs,
     http: EffectiveHttp,
     largest_binary_cap: Option<u64>,
-    quick_start: Option<QuickStart>,
+    quick_start: Option<&str>,
 ) -> Result<(), HttpError> {
     let listener = tokio::net::TcpListener::bind(http.bind)
         .await
@@ -95,6 +89,11 @@ pub async fn serve(
             source,
         })?;
     let local = listener.local_addr().map_err(HttpError::LocalAddress)?;
+    // Only now: a server that cannot listen must leave the token file as
+    // it was, not holding a token nobody was shown (issue 14, item 6).
+    if let Some(name) = quick_start {
+        announce_quick_start(&TokenStore::new(http.token_file.clone()), name, local)?;
+    }
     let sessions = CancellationToken::new();
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     hosts.extend(http.allowed_hosts.iter().cloned());
@@ -127,29 +126,6 @@ pub async fn serve(
                 .concurrency_limit(usize::try_from(http.max_concurrent_requests).unwrap_or(64))
                 .timeout(Duration::from_millis(http.request_timeout_ms)),
         );
-    if let Some(QuickStart {
-        name,
-        token,
-        replaced,
-    }) = quick_start
-    {
-        let replaced = if replaced {
-            format!(
-                "serverfs: it replaces the earlier token {name:?}, which is revoked: clients \
-                 configured with that one now get 401 until given this one\n"
-            )
-        } else {
-            String::new()
-        };
-        // The only time this token is ever shown; stderr, not the log.
-        eprintln!(
-            "serverfs: serving http://{local}/mcp\n\
-             serverfs: bearer token {name:?} (shown once): {token}\n\
-             {replaced}\
-             serverfs: e.g. claude mcp add --transport http serverfs http://{local}/mcp \
-             --header \"Authorization: Bearer {token}\""
-        );
-    }
     tracing::info!(
         event = "http_listening",
         address = %local,
@@ -196,6 +172,45 @@ async fn session_close_no_content(
         *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
     }
     response
+}
+
+/// Creates the `--new-token` token and prints it with the URL on stdout.
+///
+/// Stdout, not stderr: stderr is the log stream (JSON lines that journald,
+/// `docker logs` or a `2>file` keep), and a bearer token must never be part
+/// of it. Over HTTP, stdout carries nothing else. A token that cannot be
+/// printed is revoked again, since nobody could ever use it.
+fn announce_quick_start(
+    store: &TokenStore,
+    name: &str,
+    local: std::net::SocketAddr,
+) -> Result<(), HttpError> {
+    use std::io::Write;
+    let (token, replaced) = store.replace(name).map_err(HttpError::QuickStartToken)?;
+    // A client configured from an earlier run now gets 401: say so.
+    let replaced = if replaced {
+        format!(
+            "serverfs: it replaces the earlier token {name:?}, which is revoked: clients \
+             configured with that one now get 401 until given this one\n"
+        )
+    } else {
+        String::new()
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = writeln!(
+        out,
+        "serverfs: serving http://{local}/mcp\n\
+         serverfs: bearer token {name:?} (shown once): {token}\n\
+         {replaced}\
+         serverfs: e.g. claude mcp add --transport http serverfs http://{local}/mcp \
+         --header \"Authorization: Bearer {token}\""
+    )
+    .and_then(|()| out.flush());
+    if let Err(e) = printed {
+        let _ = store.revoke(name);
+        return Err(HttpError::QuickStartPrint(e));
+    }
+    Ok(())
 }
 
 /// Waits for SIGTERM or SIGINT, then starts the shutdown.

@@ -23,6 +23,22 @@ struct HttpServer {
     child: tokio::process::Child,
     url: String,
     stderr: Arc<Mutex<Vec<String>>>,
+    stdout: Arc<Mutex<Vec<String>>>,
+}
+
+/// Collects the lines of a child's pipe as they come.
+fn collect_lines(
+    pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(pipe).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    lines
 }
 
 impl HttpServer {
@@ -35,10 +51,11 @@ impl HttpServer {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = command.spawn().expect("spawn serverfs");
+        let stdout = collect_lines(child.stdout.take().expect("stdout"));
         let stderr = child.stderr.take().expect("stderr");
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (address_tx, address_rx) = tokio::sync::oneshot::channel();
@@ -66,7 +83,37 @@ impl HttpServer {
             child,
             url: format!("http://{address}/mcp"),
             stderr: lines,
+            stdout,
         }
+    }
+
+    /// The first stdout line containing `needle`, waiting (bounded) for
+    /// it: stdout is read by another task than the one that saw the
+    /// server listening.
+    async fn stdout_line(&self, needle: &str) -> String {
+        let found = || {
+            self.stdout
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(needle))
+                .cloned()
+        };
+        tokio::time::timeout(TIMEOUT, async {
+            loop {
+                if let Some(line) = found() {
+                    return line;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "no stdout line with {needle:?}: {:?}",
+                self.stdout.lock().unwrap()
+            )
+        })
     }
 
     async fn client(
@@ -531,17 +578,21 @@ async fn quick_start_prints_a_working_token_and_replaces_it() {
         "quickstart",
     ];
     let env = [("XDG_CONFIG_HOME", xdg.as_str())];
-    let printed_token = |server: &HttpServer| {
+    // The URL and the token are on stdout; the token is in no line of the
+    // log stream (stderr), which journald or `docker logs` would keep.
+    async fn printed_token(server: &HttpServer) -> String {
+        server
+            .stdout_line(&format!("serverfs: serving {}", server.url))
+            .await;
+        let line = server.stdout_line("(shown once): ").await;
+        let token = line.split("(shown once): ").nth(1).unwrap().to_owned();
+        assert!(token.starts_with("sfs_"), "{line}");
         let log = server.stderr();
-        let url_line = format!("serverfs: serving {}", server.url);
-        assert!(log.contains(&url_line), "{log}");
-        log.lines()
-            .find_map(|l| l.split("(shown once): ").nth(1))
-            .expect("token line")
-            .to_owned()
-    };
+        assert!(!log.contains(&token), "the token is in the log: {log}");
+        token
+    }
     let first = HttpServer::start(&args, &env).await;
-    let token = printed_token(&first);
+    let token = printed_token(&first).await;
     let client = first.client(Some(&token), None).await;
     let read = call(
         &client,
@@ -554,7 +605,7 @@ async fn quick_start_prints_a_working_token_and_replaces_it() {
     drop(first);
 
     let second = HttpServer::start(&args, &env).await;
-    let replacement = printed_token(&second);
+    let replacement = printed_token(&second).await;
     assert_ne!(replacement, token);
     let old = raw_initialize(
         &second.url,
@@ -571,6 +622,66 @@ async fn quick_start_prints_a_working_token_and_replaces_it() {
     .await;
     assert_eq!(new.status(), 200);
     assert!(home.path().join("serverfs/tokens.json").exists());
+    let log = second.stderr();
+    assert!(
+        !log.contains(&replacement),
+        "the token is in the log: {log}"
+    );
+}
+
+/// `--new-token` on an address that cannot be bound: the server exits
+/// without touching the token file — neither the old token of that name
+/// revoked nor a new one that nobody was shown left behind — and prints no
+/// token anywhere.
+#[tokio::test]
+async fn quick_start_on_a_taken_port_leaves_the_token_file_as_it_was() {
+    let tree = TempWorkdir::new();
+    let home = tempfile::tempdir().unwrap();
+    let spec = format!("demo={}", tree.root().display());
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let token_file = home.path().join("serverfs/tokens.json");
+    let run = || {
+        std::process::Command::new(binary())
+            .args(["serve", "--http", &address, "--workdir", &spec])
+            .args(["--new-token", "quickstart"])
+            .env_clear()
+            .env("XDG_CONFIG_HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let assert_refused = |out: &std::process::Output| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("cannot listen on"), "{stderr}");
+        assert!(!stderr.contains("sfs_"), "{stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    };
+
+    // No token file yet: none afterwards either.
+    assert_refused(&run());
+    assert!(
+        !token_file.exists(),
+        "a token was stored for a server that never listened"
+    );
+
+    // A file holding the name already (and another token): byte for byte
+    // the same afterwards, and the old token still works.
+    let old = create_token(&token_file, "quickstart");
+    create_token(&token_file, "other");
+    let before = std::fs::read(&token_file).unwrap();
+    assert_refused(&run());
+    assert_eq!(std::fs::read(&token_file).unwrap(), before);
+    drop(taken);
+    let xdg = home.path().display().to_string();
+    let s = HttpServer::start(
+        &["--http", "127.0.0.1:0", "--workdir", &spec],
+        &[("XDG_CONFIG_HOME", xdg.as_str())],
+    )
+    .await;
+    let still = raw_initialize(&s.url, &[("authorization", &format!("Bearer {old}"))], None).await;
+    assert_eq!(still.status(), 200, "the old token was revoked");
 }
 
 /// `doctor` beside a running server: the bind address is busy, but it is
