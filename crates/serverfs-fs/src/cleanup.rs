@@ -1,9 +1,18 @@
 //! Start-up removal of temporary files abandoned by a crash.
+//!
+//! The files are ServerFS's own (reserved names no tool shows), so they are
+//! removed from every workdir the server may delete them in, whatever the
+//! workdir's policy: read-only limits what clients may change, and a
+//! workdir switched to read-only after a crash would otherwise keep its
+//! debris forever (issue 14, item 12).
 
 use std::os::fd::AsFd;
 
 use rustix::fd::BorrowedFd;
-use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, flock, openat, unlinkat};
+use rustix::fs::{
+    AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, StatVfsMountFlags, flock, fstatvfs,
+    openat, unlinkat,
+};
 
 use crate::{RESERVED_TEMP_PREFIX, RelPath, Workdir};
 
@@ -16,6 +25,9 @@ pub struct CleanupReport {
     pub removed: u64,
     /// True when the scan stopped at its entry budget.
     pub truncated: bool,
+    /// True when the root's filesystem is mounted read-only, so nothing
+    /// could be removed and nothing was scanned.
+    pub read_only_filesystem: bool,
 }
 
 impl Workdir {
@@ -24,9 +36,17 @@ impl Workdir {
     /// anywhere beneath the root, visiting at most `max_entries`
     /// entries. Symlinks are never followed; directories are re-opened from
     /// the root one at a time, so descriptor use stays constant. Errors on
-    /// individual directories are skipped: cleanup is best effort.
+    /// individual directories and files are skipped (a directory the
+    /// server may not write keeps its files): cleanup is best effort. A
+    /// root on a read-only mount is not scanned at all.
     pub fn remove_stale_temp_files(&self, max_entries: u64) -> CleanupReport {
         let mut report = CleanupReport::default();
+        // A read-only bind mount (the container's read-only slots) cannot
+        // lose a file: spare the walk of what may be a large tree.
+        if fstatvfs(self.root_fd()).is_ok_and(|fs| fs.f_flag.contains(StatVfsMountFlags::RDONLY)) {
+            report.read_only_filesystem = true;
+            return report;
+        }
         let mut visited = 0u64;
         let mut pending = vec![RelPath::root()];
         while let Some(dir_path) = pending.pop() {

@@ -256,10 +256,12 @@ impl FileService {
     }
 
     /// Removes temporary files abandoned by a crashed ServerFS from every
-    /// read-write workdir, in the background (a large tree must not delay
-    /// serving; the files are invisible to every tool meanwhile).
+    /// workdir, read-only ones included (the files are the server's own;
+    /// read-only is a policy for clients), in the background (a large tree
+    /// must not delay serving; the files are invisible to every tool
+    /// meanwhile).
     pub fn spawn_stale_temp_cleanup(&self, max_entries: u64) {
-        for workdir in self.workdirs.iter().filter(|w| !w.config.read_only) {
+        for workdir in self.workdirs.iter() {
             let workdir = workdir.clone();
             tokio::task::spawn_blocking(move || {
                 let report = workdir.fs.remove_stale_temp_files(max_entries);
@@ -269,6 +271,7 @@ impl FileService {
                     removed = report.removed,
                     directories = report.directories,
                     truncated = report.truncated,
+                    read_only_filesystem = report.read_only_filesystem,
                 );
             });
         }

@@ -18,6 +18,7 @@
 //! between temporary-file creation and the rename, whatever the machine's
 //! speed.
 
+use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
@@ -34,7 +35,7 @@ use serverfs_testkit::TempWorkdir;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
-use crate::common::{TIMEOUT, binary};
+use crate::common::{Server, TIMEOUT, binary};
 
 /// Size of every version of the file (4 MiB: 5.6 MB of base64 per upload).
 const SIZE: usize = 4 << 20;
@@ -234,6 +235,122 @@ async fn sigkill_during_binary_overwrite_leaves_old_or_new_and_start_up_removes_
         stats.mid_write > 0,
         "no kill landed between temporary-file creation and the rename"
     );
+}
+
+/// Debris is the server's own, so a workdir configured read-only (as after
+/// a crash of a read-write one, when the operator then restarts it
+/// read-only) loses it at the next start too; clients still cannot change
+/// anything, and nothing else is touched: not a live writer's temporary
+/// file, not a directory, symlink or FIFO with the reserved prefix, not a
+/// directory's content behind that prefix, not what a symlink points to.
+#[tokio::test]
+async fn start_up_removes_debris_from_a_read_only_workdir_and_nothing_else() {
+    let t = TempWorkdir::new();
+    t.file("a.txt", "a\n")
+        .file("sub/b.txt", "b\n")
+        .file("sub/deeper/c.bin", [0u8, 1, 2])
+        .file(".hidden/d.txt", "d\n");
+    // Abandoned, as a SIGKILL between creation and rename leaves them: the
+    // writer is gone, so nobody holds the lock.
+    let debris = [
+        ".serverfs-tmp-4194305-a1",
+        "sub/.serverfs-tmp-4194305-b2",
+        "sub/deeper/.serverfs-tmp-4194306-c3",
+        ".hidden/.serverfs-tmp-4194307-d4",
+    ];
+    for name in debris {
+        t.file(name, "half-written");
+    }
+    let live = "sub/.serverfs-tmp-4194308-live";
+    t.file(live, "in flight")
+        .file(".serverfs-tmp-dir/inside.txt", "kept\n")
+        .symlink(".serverfs-tmp-link", t.outside().join("secret.txt"))
+        .fifo("sub/.serverfs-tmp-fifo")
+        .file("serverfs-tmp-1", "no dot")
+        .file(".serverfs-tmpx", "no dash");
+    let writer = std::fs::File::open(t.path(live)).unwrap();
+    rustix::fs::flock(
+        &writer,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    )
+    .unwrap();
+    let mut expected = tree_snapshot(&t.root());
+    for name in debris {
+        assert!(expected.remove(name).is_some(), "{name}");
+    }
+    let outside = tree_snapshot(&t.outside());
+
+    let server = Server::with_workdir("w", &t.root()).await;
+    let event = || {
+        server
+            .stderr()
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "temp_cleanup" && e["workdir"] == "w")
+    };
+    assert!(
+        wait_for(CLEANUP_WAIT, Duration::from_millis(10), || event()
+            .is_some())
+        .await,
+        "no temp_cleanup event for the read-only workdir: {:#?}",
+        server.stderr()
+    );
+    let event = event().unwrap();
+    assert_eq!(
+        (
+            &event["removed"],
+            &event["truncated"],
+            &event["read_only_filesystem"]
+        ),
+        (&json!(debris.len()), &json!(false), &json!(false)),
+        "{event}"
+    );
+    assert_eq!(tree_snapshot(&t.root()), expected);
+    assert_eq!(tree_snapshot(&t.outside()), outside);
+    let refused = server
+        .err(
+            "create_text_file",
+            json!({"workdir": "w", "path": "new.txt", "content": "x"}),
+        )
+        .await;
+    assert_eq!(refused, "WORKDIR_READ_ONLY");
+    drop(writer);
+}
+
+/// Every entry beneath `root` by relative path: a file's bytes and
+/// modification time, a symlink's target, or the kind of anything else.
+fn tree_snapshot(root: &Path) -> BTreeMap<String, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut entries = BTreeMap::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let kind = meta.file_type();
+            let description = if kind.is_symlink() {
+                format!(
+                    "symlink -> {}",
+                    std::fs::read_link(&path).unwrap().display()
+                )
+            } else if kind.is_dir() {
+                pending.push(path.clone());
+                "directory".to_owned()
+            } else if kind.is_fifo() {
+                "fifo".to_owned()
+            } else {
+                format!(
+                    "file {:?} mtime {}.{}",
+                    std::fs::read(&path).unwrap(),
+                    meta.mtime(),
+                    meta.mtime_nsec()
+                )
+            };
+            entries.insert(rel, description);
+        }
+    }
+    entries
 }
 
 #[derive(Default)]
