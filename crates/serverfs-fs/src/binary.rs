@@ -54,7 +54,7 @@ impl Workdir {
         expected: Option<&str>,
         control: &Control,
     ) -> Result<BytesRead, FsError> {
-        let (fd, stat) = self.open_file(path)?;
+        let (fd, stat) = self.open_for_reading(path)?;
         let revision = Revision::from_stat(&stat);
         if expected.is_some_and(|e| e != revision.as_str()) {
             return Err(FsError::RevisionConflict);

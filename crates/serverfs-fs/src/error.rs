@@ -98,6 +98,13 @@ pub enum FsError {
     /// The file has more than one hard link.
     #[error("file has multiple hard links; editing one name would silently change the others")]
     MultipleHardlinks,
+    /// Reading a file with more than one hard link, on a workdir that
+    /// refuses them.
+    #[error(
+        "file has multiple hard links, and this workdir does not read such files: another \
+         name, possibly outside the workdir, shares its content"
+    )]
+    MultiplyLinked,
     /// Content, source file or result exceeds the write limit.
     #[error("{what} exceeds the limit of {limit} bytes")]
     WriteTooLarge {
@@ -185,6 +192,7 @@ impl FsError {
             FsError::ParentNotFound => ErrorCode::ParentNotFound,
             FsError::RevisionConflict => ErrorCode::RevisionConflict,
             FsError::MultipleHardlinks => ErrorCode::MultipleHardlinksNotSupported,
+            FsError::MultiplyLinked => ErrorCode::MultipleHardlinksNotAllowed,
             FsError::WriteTooLarge { .. } => ErrorCode::WriteTooLarge,
             FsError::BinaryContent => ErrorCode::BinaryContentNotAllowed,
             FsError::TooManyEdits { .. } => ErrorCode::TooManyEdits,

@@ -130,7 +130,7 @@ impl Workdir {
         start: &PageStart,
         limits: PageLimits,
     ) -> Result<TextPage, FsError> {
-        let (fd, stat) = self.open_file(path)?;
+        let (fd, stat) = self.open_for_reading(path)?;
         let text = TextFile::open(File::from(fd), &stat, &self.lines)?;
         let span = match start {
             PageStart::Line(line) => match text.locate_line((*line).max(1), limits)? {

@@ -4,8 +4,9 @@
 //! beneath the root by the confined resolver) with `O_NOFOLLOW`, so a
 //! symlink swapped in mid-search is refused, never followed. Matching is
 //! `grep-searcher` with a `grep-regex` matcher: literal by default, regex
-//! on request, line-oriented. Binary files (a NUL byte) and files over the
-//! size cap are skipped and counted. Every cap — matches, response bytes,
+//! on request, line-oriented. Binary files (a NUL byte), files over the
+//! size cap and, unless the workdir reads them, files with several hard
+//! links are skipped and counted. Every cap — matches, response bytes,
 //! entries walked, wall-clock time — ends the search with the results so
 //! far and `truncated: true`, never with an error.
 
@@ -89,7 +90,8 @@ pub struct SearchResult {
     pub truncated_reason: Option<&'static str>,
     /// Files searched.
     pub files_searched: u64,
-    /// Files skipped as binary or over the size cap.
+    /// Files skipped as binary, over the size cap, or with several hard
+    /// links on a workdir that does not read such files.
     pub files_skipped: u64,
 }
 
@@ -147,6 +149,8 @@ struct Search<'a> {
     root_depth: usize,
     query: &'a SearchQuery,
     limits: SearchLimits,
+    /// Search files with several hard links too (the workdir's setting).
+    read_hardlinked_files: bool,
     deadline: Instant,
     control: &'a Control,
     found: Mutex<Vec<SearchMatch>>,
@@ -299,6 +303,12 @@ impl FileVisitor for Search<'_> {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
+        // The descriptor's link count: no extra system call (see
+        // `Workdir::set_read_hardlinked_files` for what it proves).
+        if !self.read_hardlinked_files && stat.st_nlink > 1 {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            return Ok(true);
+        }
         self.file(&file, searcher, std::fs::File::from(fd));
         Ok(!self.stop.load(Ordering::Relaxed))
     }
@@ -415,6 +425,7 @@ impl Workdir {
             root_depth: start.components().len(),
             query,
             limits,
+            read_hardlinked_files: self.reads_hardlinked_files(),
             deadline: started + limits.timeout,
             control,
             found: Mutex::new(Vec::new()),

@@ -19,11 +19,21 @@ use crate::{FsError, PathPolicy, RelPath, Resolver};
 /// everything else is resolved beneath the root descriptor, refusing
 /// symlinks in every component, so renaming or replacing the root's path
 /// later cannot redirect requests.
+///
+/// A hard link is not a path to resolve but a second name of the same
+/// file, so confinement by path cannot see one whose other name is outside
+/// the root: anyone who may create names in the workdir, and may link the
+/// file (Linux's `fs.protected_hardlinks` limits that to files they own or
+/// may read and write), can plant one. By default the content of a
+/// regular file with more than one link is therefore never read (see
+/// [`Workdir::set_read_hardlinked_files`]).
 #[derive(Debug)]
 pub struct Workdir {
     root: OwnedFd,
     policy: PathPolicy,
     resolver: Resolver,
+    /// Whether content reads accept a file with several hard links.
+    read_hardlinked_files: bool,
     /// Line indexes of the files read here (see `line_index`).
     pub(crate) lines: LineIndexes,
 }
@@ -85,8 +95,37 @@ impl Workdir {
             root,
             policy,
             resolver,
+            read_hardlinked_files: false,
             lines: LineIndexes::default(),
         })
+    }
+
+    /// Whether reads of content — [`Workdir::read_text`],
+    /// [`Workdir::read_bytes`] and [`Workdir::search_text`] — accept a
+    /// regular file with more than one hard link. Default: false, they
+    /// refuse it with `MULTIPLE_HARDLINKS_NOT_ALLOWED` (a search skips and
+    /// counts it), since nothing tells whether another name is outside the
+    /// workdir. Metadata (stat, listings, find) and mutations are not
+    /// concerned: no mutation ever replaces such a file
+    /// (`MULTIPLE_HARDLINKS_NOT_SUPPORTED`).
+    ///
+    /// # Security
+    ///
+    /// The check reads the link count the file has while it is opened, so
+    /// it refuses every link that exists when a read happens. It is not a
+    /// defence against someone removing a planted name *while* a read opens
+    /// it: Linux lowers the count before the name disappears, so a name in
+    /// the middle of its removal shows a count of 1, and no look at names
+    /// or counts can tell it from a file's only name (issue 14, item 11).
+    /// `fs.protected_hardlinks = 1` is that defence: nobody can link a file
+    /// they could not read and write themselves.
+    pub fn set_read_hardlinked_files(&mut self, read: bool) {
+        self.read_hardlinked_files = read;
+    }
+
+    /// Whether content reads accept a file with several hard links.
+    pub(crate) fn reads_hardlinked_files(&self) -> bool {
+        self.read_hardlinked_files
     }
 
     /// The naming policy of this workdir.
@@ -135,28 +174,49 @@ impl Workdir {
         Ok(fd)
     }
 
-    /// Opens the regular file at `path` for reading, returning the
-    /// descriptor and its `fstat`.
-    ///
-    /// The type is checked by a no-follow stat *before* opening, so a FIFO
-    /// or device is never opened at all; the open itself uses `O_NOFOLLOW |
-    /// O_NONBLOCK` so that an object swapped in between cannot follow a
-    /// link or block, and the descriptor's own stat must show the same
-    /// regular file.
-    pub(crate) fn open_file(&self, path: &RelPath) -> Result<(OwnedFd, Stat), FsError> {
+    /// Opens the regular file at `path` to give its content to a client,
+    /// returning the descriptor and its `fstat`: [`Workdir::open_file_in`],
+    /// and a file with several hard links is refused unless this workdir
+    /// reads them. Both link counts at hand are checked, the name's before
+    /// the open and the descriptor's after it, at no extra cost.
+    pub(crate) fn open_for_reading(&self, path: &RelPath) -> Result<(OwnedFd, Stat), FsError> {
         let Some(name) = path.file_name() else {
             return Err(FsError::NotAFile);
         };
         let parent = self.open_parent(path)?;
-        self.open_file_in(parent.as_fd(), name)
+        let (fd, named, opened) = self.open_regular(parent.as_fd(), name)?;
+        if !self.read_hardlinked_files && (named.st_nlink > 1 || opened.st_nlink > 1) {
+            return Err(FsError::MultiplyLinked);
+        }
+        Ok((fd, opened))
     }
 
-    /// [`Workdir::open_file`] for `name` in an already open directory.
+    /// Opens the regular file `name` of an already open directory,
+    /// returning the descriptor and its `fstat`; for mutations, which have
+    /// their own rule for hard links.
     pub(crate) fn open_file_in(
         &self,
         parent: BorrowedFd<'_>,
         name: &str,
     ) -> Result<(OwnedFd, Stat), FsError> {
+        let (fd, _, opened) = self.open_regular(parent, name)?;
+        Ok((fd, opened))
+    }
+
+    /// Opens a regular file for reading and returns the descriptor, the
+    /// no-follow stat of `name` taken before the open, and the
+    /// descriptor's `fstat` (the same file).
+    ///
+    /// The type is checked by the stat *before* opening, so a FIFO or
+    /// device is never opened at all; the open itself uses `O_NOFOLLOW |
+    /// O_NONBLOCK` so that an object swapped in between cannot follow a
+    /// link or block, and the descriptor's own stat must show the same
+    /// regular file.
+    fn open_regular(
+        &self,
+        parent: BorrowedFd<'_>,
+        name: &str,
+    ) -> Result<(OwnedFd, Stat, Stat), FsError> {
         let before =
             statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)?;
         require_regular(&before)?;
@@ -169,7 +229,7 @@ impl Workdir {
             return Err(FsError::ChangedDuringRead);
         }
         linux::debug_assert_beneath(self.root_fd(), &fd);
-        Ok((fd, stat))
+        Ok((fd, before, stat))
     }
 
     /// For a mutation of `path`: a readable descriptor of its parent

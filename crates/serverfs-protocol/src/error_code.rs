@@ -47,6 +47,9 @@ error_codes! {
     SymlinkNotAllowed => "SYMLINK_NOT_ALLOWED",
     /// The target is a FIFO, socket or device; its content is never opened.
     UnsupportedFileType => "UNSUPPORTED_FILE_TYPE",
+    /// Reading a file that has several hard links, on a workdir that does
+    /// not read such files.
+    MultipleHardlinksNotAllowed => "MULTIPLE_HARDLINKS_NOT_ALLOWED",
     /// Nothing exists at the path.
     PathNotFound => "PATH_NOT_FOUND",
     /// A regular file was required.
@@ -143,6 +146,7 @@ mod tests {
                 "DENIED_PATH",
                 "SYMLINK_NOT_ALLOWED",
                 "UNSUPPORTED_FILE_TYPE",
+                "MULTIPLE_HARDLINKS_NOT_ALLOWED",
                 "PATH_NOT_FOUND",
                 "NOT_A_FILE",
                 "NOT_A_DIRECTORY",

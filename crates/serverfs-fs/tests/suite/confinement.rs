@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serverfs_fs::{PageLimits, PageStart, Workdir};
+use serverfs_fs::{ByteRange, PageLimits, PageStart, RelPath, SearchLimits, SearchQuery, Workdir};
 use serverfs_protocol::ErrorCode;
 use serverfs_testkit::{OUTSIDE_SECRET, TempWorkdir};
 
@@ -12,6 +12,18 @@ use crate::harness::open;
 const LIMITS: PageLimits = PageLimits {
     max_lines: 100,
     max_bytes: 64 * 1024,
+};
+
+/// The server's production search caps, with a timeout no test reaches.
+const SEARCH: SearchLimits = SearchLimits {
+    limit: 100,
+    max_line_bytes: 2048,
+    max_response_bytes: 1 << 20,
+    max_file_bytes: 50 << 20,
+    max_entries: 200_000,
+    timeout: std::time::Duration::from_secs(300),
+    threads: 3,
+    regex_size_limit: 1 << 20,
 };
 
 fn read(workdir: &Workdir, input: &str) -> Result<String, ErrorCode> {
@@ -133,3 +145,81 @@ fs_test!(swap_race_never_escapes, |t, resolver| {
     assert!(swaps > 0, "the swapper never ran");
     eprintln!("{resolver:?}: {inside} inside reads, {refused} refused, {swaps} swaps");
 });
+
+/// What each content read of a file gives.
+#[derive(Debug, PartialEq)]
+struct ContentReads {
+    /// `read_text` of the first page.
+    text: Result<String, ErrorCode>,
+    /// `read_bytes` of the whole file.
+    bytes: Result<Vec<u8>, ErrorCode>,
+    /// The files `search_text` finds the file's text in, from the root.
+    found_in: Vec<String>,
+    /// That search's `files_skipped`.
+    skipped: u64,
+}
+
+fn content_reads(w: &Workdir, name: &str, text: &str) -> ContentReads {
+    let path = w.parse_path(name).unwrap();
+    let whole = ByteRange {
+        offset: 0,
+        max_bytes: None,
+        limit: 1 << 20,
+    };
+    let query = SearchQuery {
+        query: text.to_owned(),
+        regex: false,
+        case_sensitive: true,
+        glob: None,
+        context_lines: 0,
+        include_ignored: true,
+    };
+    let found = w.search_text(&RelPath::root(), &query, SEARCH).unwrap();
+    ContentReads {
+        text: read(w, name),
+        bytes: w
+            .read_bytes(&path, whole, None)
+            .map(|b| b.data)
+            .map_err(|e| e.code()),
+        found_in: found.matches.iter().map(|m| m.path.as_string()).collect(),
+        skipped: found.files_skipped,
+    }
+}
+
+// A hard link planted in the workdir names the outside file itself, which
+// no path rule can see. By default no content read takes it: read and
+// download refuse with a code, search skips and counts it, while a file
+// with one name beside it reads as usual. A workdir that reads hard-linked
+// files gives the outside content (the documented limit).
+fs_test!(
+    hardlinks_to_outside_files_are_read_only_when_allowed,
+    |t, resolver| {
+        let outside = t.outside().join("secret.txt");
+        std::fs::hard_link(&outside, t.path("planted.txt")).unwrap();
+        t.file("own.txt", OUTSIDE_SECRET);
+        let mut w = open(t, resolver);
+        assert_eq!(
+            content_reads(&w, "planted.txt", OUTSIDE_SECRET),
+            ContentReads {
+                text: Err(ErrorCode::MultipleHardlinksNotAllowed),
+                bytes: Err(ErrorCode::MultipleHardlinksNotAllowed),
+                found_in: vec!["own.txt".to_owned()],
+                skipped: 1,
+            }
+        );
+        assert_eq!(read(&w, "own.txt").unwrap(), OUTSIDE_SECRET);
+        // Metadata is not content: stat still describes the name.
+        assert!(w.stat(&w.parse_path("planted.txt").unwrap()).is_ok());
+
+        w.set_read_hardlinked_files(true);
+        assert_eq!(
+            content_reads(&w, "planted.txt", OUTSIDE_SECRET),
+            ContentReads {
+                text: Ok(OUTSIDE_SECRET.to_owned()),
+                bytes: Ok(OUTSIDE_SECRET.as_bytes().to_vec()),
+                found_in: vec!["own.txt".to_owned(), "planted.txt".to_owned()],
+                skipped: 0,
+            }
+        );
+    }
+);
