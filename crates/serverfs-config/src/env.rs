@@ -44,7 +44,7 @@ const BRIDGE_STATE_NAME: &str = "serverfs-agent-bridge";
 
 /// Per-slot variable names (`WORKDIR_NN_<NAME>`). `PATH` is consumed by
 /// Compose for the bind mount and ignored here, but it is a known name.
-pub(crate) const SLOT_NAMES: [&str; 14] = [
+pub(crate) const SLOT_NAMES: [&str; 15] = [
     "ALIAS",
     "PATH",
     "DESCRIPTION",
@@ -57,19 +57,36 @@ pub(crate) const SLOT_NAMES: [&str; 14] = [
     "MAX_WRITE_BYTES",
     "BINARY_TRANSFER_ENABLED",
     "MAX_BINARY_TRANSFER_BYTES",
+    "READ_HARDLINKED_FILES",
     "AGENT_MODE",
     "AGENT_RUNTIMES",
 ];
 
-/// Which defaults the Bridge endpoints and the token file get when their
-/// variables are unset.
+/// Which deployment the variables describe, which decides the defaults of
+/// the Bridge endpoints and the token file, and whether hard-linked files
+/// are read, when their variables are unset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PathDefaults {
-    /// The fixed paths of the container deployment (`/run/…`,
+    /// The container deployment: fixed paths (`/run/…`,
     /// `/var/lib/serverfs/…`).
     Container,
-    /// Per-user paths from the XDG variables and HOME.
+    /// `--workdir` specs: per-user paths from the XDG variables and HOME.
     Native,
+}
+
+impl PathDefaults {
+    /// The default of `SERVERFS_READ_HARDLINKED_FILES`. The container
+    /// environment is upstream's, and existing upstream deployments read
+    /// every regular file: they keep doing so until they set the variable
+    /// (this repository's compose.yml sets it to false for new ones).
+    /// `--workdir` specs are new to this implementation and refuse
+    /// (docs/configuration.md §5.8).
+    fn reads_hardlinked_files(self) -> bool {
+        match self {
+            PathDefaults::Container => true,
+            PathDefaults::Native => false,
+        }
+    }
 }
 
 /// The whole environment source: globals plus the sixteen slots.
@@ -133,6 +150,10 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             "SERVERFS_EXTRA_DENY_GLOBS",
         ),
         binary_transfer: strict_bool("SERVERFS_BINARY_TRANSFER_ENABLED", false)?,
+        read_hardlinked_files: strict_bool(
+            "SERVERFS_READ_HARDLINKED_FILES",
+            paths.reads_hardlinked_files(),
+        )?,
         max_read_lines: strict("SERVERFS_MAX_READ_LINES", limits::MAX_READ_LINES)?,
         max_read_bytes: strict("SERVERFS_MAX_READ_BYTES", limits::MAX_READ_BYTES)?,
         max_write_bytes: strict("SERVERFS_MAX_WRITE_BYTES", limits::MAX_WRITE_BYTES)?,
@@ -585,7 +606,7 @@ fn check_slot_variable_names(env: &Env) -> Result<(), ConfigError> {
                 hint: "per-slot names are ALIAS, PATH, DESCRIPTION, READ_ONLY, ALLOW_HIDDEN, \
                        DISABLE_DEFAULT_DENY, EXTRA_DENY_GLOBS, MAX_READ_BYTES, MAX_READ_LINES, \
                        MAX_WRITE_BYTES, BINARY_TRANSFER_ENABLED, MAX_BINARY_TRANSFER_BYTES, \
-                       AGENT_MODE, AGENT_RUNTIMES",
+                       READ_HARDLINKED_FILES, AGENT_MODE, AGENT_RUNTIMES",
             });
         }
     }
@@ -685,6 +706,8 @@ fn slot_workdir(env: &Env, slot: u8, base: &Path) -> Result<Option<RawWorkdir>, 
     workdir.max_read_bytes = strict_int("MAX_READ_BYTES")?;
     workdir.max_write_bytes = strict_int("MAX_WRITE_BYTES")?;
     workdir.max_binary_transfer_bytes = strict_int("MAX_BINARY_TRANSFER_BYTES")?;
+    workdir.read_hardlinked_files =
+        parse::strict_bool(&var("READ_HARDLINKED_FILES"), get("READ_HARDLINKED_FILES"))?;
     workdir.agent_mode =
         agent_mode(&var("AGENT_MODE"), get("AGENT_MODE"))?.map(|m| Val::set(m, var("AGENT_MODE")));
     workdir.agent_runtimes =
@@ -739,6 +762,9 @@ fn check_disabled_slot(slot: u8, workdir: &RawWorkdir) -> Result<(), ConfigError
             "BINARY_TRANSFER_ENABLED",
             "enable binary transfer",
         ));
+    }
+    if workdir.read_hardlinked_files == Some(true) {
+        return Err(conflict("READ_HARDLINKED_FILES", "read hard-linked files"));
     }
     Ok(())
 }

@@ -63,6 +63,9 @@ fn defaults_match_upstream() {
     );
     let mut expected = WorkdirConfig::with_defaults(WorkdirAlias::new("one").unwrap(), root);
     expected.legacy_slot = Some(1);
+    // Upstream's containers read every regular file, and an existing
+    // deployment keeps doing so until it sets SERVERFS_READ_HARDLINKED_FILES.
+    expected.read_hardlinked_files = true;
     assert_eq!(config.workdirs, [expected]);
 }
 
@@ -89,6 +92,7 @@ fn every_global_is_read() {
             ("SERVERFS_MAX_EDITS_PER_CALL", "5"),
             ("SERVERFS_BINARY_TRANSFER_ENABLED", "on"),
             ("SERVERFS_MAX_BINARY_TRANSFER_BYTES", "44"),
+            ("SERVERFS_READ_HARDLINKED_FILES", "off"),
             ("SERVERFS_AGENT_MODE", "Review"),
             ("SERVERFS_AGENT_RUNTIMES", "fake, ACP-zed"),
             ("SERVERFS_AGENT_BRIDGE_ENABLED", "TRUE"),
@@ -193,9 +197,10 @@ fn every_global_is_read() {
             w.allow_hidden,
             w.default_deny,
             w.binary_transfer,
-            w.read_only
+            w.read_only,
+            w.read_hardlinked_files
         ),
-        (true, false, true, true)
+        (true, false, true, true, false)
     );
     assert_eq!(w.deny, ["*.log", "build/**"]);
     assert_eq!(
@@ -240,6 +245,11 @@ fn strict_globals_abort_on_bad_values() {
         (
             "SERVERFS_BINARY_TRANSFER_ENABLED",
             "2",
+            "a boolean (true, false, 1, 0, yes, no, on or off)",
+        ),
+        (
+            "SERVERFS_READ_HARDLINKED_FILES",
+            "refuse",
             "a boolean (true, false, 1, 0, yes, no, on or off)",
         ),
         (
@@ -494,6 +504,7 @@ fn slot_overrides() {
             ("WORKDIR_03_MAX_WRITE_BYTES", "5"),
             ("WORKDIR_03_BINARY_TRANSFER_ENABLED", "yes"),
             ("WORKDIR_03_MAX_BINARY_TRANSFER_BYTES", "6"),
+            ("WORKDIR_03_READ_HARDLINKED_FILES", "no"),
             // Compose-only: the server ignores it.
             ("WORKDIR_03_PATH", "/host/somewhere"),
         ])
@@ -518,10 +529,13 @@ fn slot_overrides() {
             three.read_only,
             three.allow_hidden,
             three.default_deny,
-            three.binary_transfer
+            three.binary_transfer,
+            three.read_hardlinked_files
         ),
-        (false, true, true, true)
+        (false, true, true, true, false)
     );
+    // Slot 01 inherits the container default.
+    assert!(one.read_hardlinked_files);
     assert_eq!(three.deny, ["*.log", "tmp/**", "secret*"]);
     assert_eq!(
         (
@@ -1403,6 +1417,11 @@ fn a_disabled_slot_must_not_grant_anything() {
             "true",
             "enable binary transfer",
         ),
+        (
+            "WORKDIR_02_READ_HARDLINKED_FILES",
+            "true",
+            "read hard-linked files",
+        ),
     ];
     for (name, value, what) in cases {
         assert_eq!(
@@ -1426,6 +1445,7 @@ fn a_disabled_slot_must_not_grant_anything() {
                 ("WORKDIR_02_READ_ONLY", "true"),
                 ("WORKDIR_02_AGENT_MODE", "disabled"),
                 ("WORKDIR_02_BINARY_TRANSFER_ENABLED", "false"),
+                ("WORKDIR_02_READ_HARDLINKED_FILES", "false"),
                 ("WORKDIR_02_DESCRIPTION", "spare"),
             ]
         )

@@ -278,6 +278,12 @@ pub struct WorkdirConfig {
     pub deny: Vec<String>,
     /// Offer the binary transfer tools on this workdir (default false).
     pub binary_transfer: bool,
+    /// Read the content of regular files that have more than one hard
+    /// link (another name, possibly outside the workdir). Default false for
+    /// new configurations (TOML files, `--workdir` specs); true in the
+    /// upstream-compatible container environment unless set there
+    /// (docs/configuration.md §5.8).
+    pub read_hardlinked_files: bool,
     /// Cap on the `max_lines` of one text read (default 500).
     pub max_read_lines: u32,
     /// Byte budget of one text read page and of its longest line (default
@@ -300,8 +306,8 @@ pub struct WorkdirConfig {
 impl WorkdirConfig {
     /// A workdir with every setting at its default: read-only, hidden paths
     /// denied, built-in deny rules on, no extra globs, no binary transfer,
-    /// agents disabled. Meant for tests and fixtures; nothing is checked
-    /// about `root`.
+    /// hard-linked files not read, agents disabled. Meant for tests and
+    /// fixtures; nothing is checked about `root`.
     pub fn with_defaults(alias: WorkdirAlias, root: PathBuf) -> WorkdirConfig {
         WorkdirConfig {
             alias,
@@ -312,6 +318,7 @@ impl WorkdirConfig {
             default_deny: true,
             deny: Vec::new(),
             binary_transfer: false,
+            read_hardlinked_files: false,
             max_read_lines: small(limits::MAX_READ_LINES.default),
             max_read_bytes: limits::MAX_READ_BYTES.default,
             max_write_bytes: limits::MAX_WRITE_BYTES.default,

@@ -315,6 +315,15 @@ fn workdir_report(out: &mut String, w: &WorkdirConfig) {
     let _ = writeln!(out, "    binary transfer: {}", on_off(w.binary_transfer));
     let _ = writeln!(
         out,
+        "    hard-linked files (more than one link): {}",
+        if w.read_hardlinked_files {
+            "read"
+        } else {
+            "refused"
+        }
+    );
+    let _ = writeln!(
+        out,
         "    limits: max_read_lines {}, max_read_bytes {}, max_write_bytes {}, \
          max_binary_transfer_bytes {}",
         w.max_read_lines, w.max_read_bytes, w.max_write_bytes, w.max_binary_transfer_bytes
@@ -361,6 +370,7 @@ mod tests {
         code.allow_hidden = true;
         code.default_deny = false;
         code.binary_transfer = true;
+        code.read_hardlinked_files = true;
         code.agent_mode = AgentMode::WorkspaceWrite;
         code.agent_runtimes = vec![AgentRuntime::Codex, AgentRuntime::Fake];
         let config = Config {
@@ -425,6 +435,7 @@ workdirs: 2
     default deny (credential rules): on
     extra deny globs (2): *.log, build/**
     binary transfer: off
+    hard-linked files (more than one link): refused
     limits: max_read_lines 500, max_read_bytes 524288, max_write_bytes 1048576, max_binary_transfer_bytes 8388608
     agent: disabled
   code
@@ -434,6 +445,7 @@ workdirs: 2
     default deny (credential rules): off
     extra deny globs (0)
     binary transfer: on
+    hard-linked files (more than one link): read
     limits: max_read_lines 500, max_read_bytes 524288, max_write_bytes 1048576, max_binary_transfer_bytes 8388608
     agent: workspace-write (runtimes: codex, fake)
 "

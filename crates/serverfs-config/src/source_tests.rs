@@ -190,6 +190,16 @@ fn cli_mode_takes_settings_from_serverfs_globals() {
     )
     .unwrap();
     assert_eq!(socket_only.agent.lock_dir, PathBuf::from("/b/locks"));
+    // `--workdir` specs are new configurations: hard-linked files are not
+    // read unless SERVERFS_READ_HARDLINKED_FILES says so.
+    assert!(config.workdirs.iter().all(|w| !w.read_hardlinked_files));
+    let reading = Config::load(
+        &source,
+        &[],
+        &env(&[("SERVERFS_READ_HARDLINKED_FILES", "true")]),
+    )
+    .unwrap();
+    assert!(reading.workdirs.iter().all(|w| w.read_hardlinked_files));
 }
 
 #[test]

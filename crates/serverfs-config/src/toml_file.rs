@@ -59,6 +59,7 @@ struct ServerToml {
     default_deny: Option<bool>,
     deny: Option<Vec<String>>,
     binary_transfer: Option<bool>,
+    read_hardlinked_files: Option<bool>,
     max_read_lines: Option<i64>,
     max_read_bytes: Option<i64>,
     max_write_bytes: Option<i64>,
@@ -162,6 +163,7 @@ struct WorkdirToml {
     default_deny: Option<bool>,
     deny: Option<Vec<String>>,
     binary_transfer: Option<bool>,
+    read_hardlinked_files: Option<bool>,
     max_read_lines: Option<i64>,
     max_read_bytes: Option<i64>,
     max_write_bytes: Option<i64>,
@@ -272,6 +274,10 @@ fn into_raw(
         default_deny: s.default_deny.unwrap_or(true),
         deny: Val::or_default(s.deny, Vec::new(), "server.deny"),
         binary_transfer: s.binary_transfer.unwrap_or(false),
+        // Every serverfs.toml is a configuration new to this implementation
+        // (the format came with it), so the unwritten default refuses
+        // (docs/configuration.md §5.8).
+        read_hardlinked_files: s.read_hardlinked_files.unwrap_or(false),
         max_read_lines: num(s.max_read_lines, limits::MAX_READ_LINES, "max_read_lines"),
         max_read_bytes: num(s.max_read_bytes, limits::MAX_READ_BYTES, "max_read_bytes"),
         max_write_bytes: num(
@@ -499,6 +505,7 @@ fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, 
     raw.default_deny = w.default_deny;
     raw.deny = w.deny.map(|d| Val::set(d, key("deny")));
     raw.binary_transfer = w.binary_transfer;
+    raw.read_hardlinked_files = w.read_hardlinked_files;
     raw.max_read_lines = number(w.max_read_lines, "max_read_lines");
     raw.max_read_bytes = number(w.max_read_bytes, "max_read_bytes");
     raw.max_write_bytes = number(w.max_write_bytes, "max_write_bytes");

@@ -88,6 +88,9 @@ fn minimal_file_gets_every_default() {
     assert_eq!(config.server, ServerSettings::default());
     let w = &config.workdirs[0];
     assert!(w.read_only && !w.allow_hidden && w.default_deny && !w.binary_transfer);
+    // A file is a configuration new to this implementation: hard-linked
+    // files are not read unless it says so.
+    assert!(!w.read_hardlinked_files);
     assert_eq!(
         (w.max_read_lines, w.max_read_bytes, w.max_write_bytes),
         (500, 524_288, 1_048_576)
@@ -131,6 +134,7 @@ allow_hidden = true
 default_deny = false
 deny = ["*.log", "tmp/**"]
 binary_transfer = true
+read_hardlinked_files = true
 max_read_lines = 10
 max_read_bytes = 2048
 max_write_bytes = 3
@@ -180,6 +184,7 @@ allow_hidden = false
 default_deny = true
 deny = ["*.log", "secret*"]
 binary_transfer = false
+read_hardlinked_files = false
 max_read_lines = 11
 max_read_bytes = 1024
 max_write_bytes = 5
@@ -256,6 +261,7 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                 default_deny: false,
                 deny: vec!["*.log".to_owned(), "tmp/**".to_owned()],
                 binary_transfer: true,
+                read_hardlinked_files: true,
                 max_read_lines: 10,
                 max_read_bytes: 2048,
                 max_write_bytes: 3,
@@ -277,6 +283,7 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                     "secret*".to_owned()
                 ],
                 binary_transfer: false,
+                read_hardlinked_files: false,
                 max_read_lines: 11,
                 max_read_bytes: 1024,
                 max_write_bytes: 5,
@@ -654,18 +661,30 @@ fn workdirs_inherit_server_defaults_unless_overridden() {
     let config = fx
         .toml(
             "[server]\nmax_read_lines = 10\nallow_hidden = true\nbinary_transfer = true\n\
+             read_hardlinked_files = true\n\
              [[workdirs]]\nalias = \"a\"\npath = \"a\"\n\
-             [[workdirs]]\nalias = \"b\"\npath = \"b\"\nmax_read_lines = 20\nallow_hidden = false\n",
+             [[workdirs]]\nalias = \"b\"\npath = \"b\"\nmax_read_lines = 20\nallow_hidden = false\n\
+             read_hardlinked_files = false\n",
         )
         .unwrap();
     let [a, b] = [&config.workdirs[0], &config.workdirs[1]];
     assert_eq!(
-        (a.max_read_lines, a.allow_hidden, a.binary_transfer),
-        (10, true, true)
+        (
+            a.max_read_lines,
+            a.allow_hidden,
+            a.binary_transfer,
+            a.read_hardlinked_files
+        ),
+        (10, true, true, true)
     );
     assert_eq!(
-        (b.max_read_lines, b.allow_hidden, b.binary_transfer),
-        (20, false, true)
+        (
+            b.max_read_lines,
+            b.allow_hidden,
+            b.binary_transfer,
+            b.read_hardlinked_files
+        ),
+        (20, false, true, false)
     );
 }
 

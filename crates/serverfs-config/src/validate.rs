@@ -180,6 +180,7 @@ struct Defaults {
     default_deny: bool,
     deny: Vec<String>,
     binary_transfer: bool,
+    read_hardlinked_files: bool,
     max_read_lines: u32,
     max_read_bytes: u64,
     max_write_bytes: u64,
@@ -221,6 +222,7 @@ fn workdir_defaults(raw: &RawDefaults) -> Result<Defaults, ConfigError> {
         default_deny: raw.default_deny,
         deny: dedup(raw.deny.value.iter()),
         binary_transfer: raw.binary_transfer,
+        read_hardlinked_files: raw.read_hardlinked_files,
         max_read_lines,
         max_read_bytes,
         max_write_bytes,
@@ -613,6 +615,9 @@ fn effective_workdir(
         default_deny: raw.default_deny.unwrap_or(defaults.default_deny),
         deny,
         binary_transfer: raw.binary_transfer.unwrap_or(defaults.binary_transfer),
+        read_hardlinked_files: raw
+            .read_hardlinked_files
+            .unwrap_or(defaults.read_hardlinked_files),
         max_read_lines,
         max_read_bytes,
         max_write_bytes,

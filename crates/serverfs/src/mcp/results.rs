@@ -513,7 +513,8 @@ pub struct SearchTextResult {
     pub truncated_reason: Option<String>,
     /// Files searched.
     pub files_searched: u64,
-    /// Files skipped as binary or larger than the search size cap.
+    /// Files skipped as binary, larger than the search size cap, or with
+    /// several hard links on a workdir that does not read such files.
     pub files_skipped: u64,
 }
 
@@ -562,8 +563,14 @@ impl ModelText for SearchTextResult {
             Some(reason) => format!("; truncated ({reason})"),
             None => String::new(),
         };
+        // Said in the text too: a client that shows only the text would
+        // otherwise take a search that skipped files for a complete one.
+        let skipped = match self.files_skipped {
+            0 => String::new(),
+            n => format!("; {n} file(s) skipped (binary, too large or hard-linked)"),
+        };
         format!(
-            "{} match(es) in {} file(s) searched under {}:{}{more}",
+            "{} match(es) in {} file(s) searched under {}:{}{skipped}{more}",
             self.returned, self.files_searched, self.workdir, self.path
         )
     }

@@ -64,12 +64,13 @@ impl WorkdirRegistry {
                     alias: alias(),
                     source,
                 })?;
-            let fs = Workdir::open(&workdir.root, policy, resolver).map_err(|source| {
+            let mut fs = Workdir::open(&workdir.root, policy, resolver).map_err(|source| {
                 RegistryError::RootUnavailable {
                     alias: alias(),
                     source,
                 }
             })?;
+            fs.set_read_hardlinked_files(workdir.read_hardlinked_files);
             workdirs.push(Arc::new(WorkdirHandle {
                 config: workdir.clone(),
                 fs,

@@ -45,6 +45,7 @@ const SLOT_VARIABLES: &[&str] = &[
     "MAX_WRITE_BYTES",
     "BINARY_TRANSFER_ENABLED",
     "MAX_BINARY_TRANSFER_BYTES",
+    "READ_HARDLINKED_FILES",
 ];
 /// `SERVERFS_*` variables of docs/configuration.md §3.2 that compose.yml
 /// deliberately does not pass through, with the reason.
@@ -656,6 +657,7 @@ fn env_examples_document_every_variable_with_safe_defaults() {
         ("SERVERFS_ALLOW_HIDDEN", "false"),
         ("SERVERFS_DISABLE_DEFAULT_DENY", "false"),
         ("SERVERFS_BINARY_TRANSFER_ENABLED", "false"),
+        ("SERVERFS_READ_HARDLINKED_FILES", "false"),
         ("SERVERFS_UID", "10001"),
         ("SERVERFS_GID", "10001"),
     ];

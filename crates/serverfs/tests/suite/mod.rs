@@ -8,6 +8,7 @@ mod config_errors;
 mod crash;
 mod deploy;
 mod doctor;
+mod hardlinks;
 mod hostile_paths;
 mod http;
 mod lease;
