@@ -425,9 +425,10 @@ mod tests {
     fn replace_swaps_one_name_and_keeps_the_others() {
         let dir = tempfile::tempdir().unwrap();
         let store = TokenStore::new(dir.path().join("tokens.json"));
-        let first = store.replace("quick").unwrap();
+        let (first, replaced_none) = store.replace("quick").unwrap();
         let other = store.create("other").unwrap();
-        let second = store.replace("quick").unwrap();
+        let (second, replaced_first) = store.replace("quick").unwrap();
+        assert!(!replaced_none && replaced_first);
         assert_ne!(first, second);
         assert_eq!(store.verify(&first).unwrap(), None);
         assert_eq!(store.verify(&second).unwrap().as_deref(), Some("quick"));

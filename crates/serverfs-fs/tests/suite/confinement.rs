@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serverfs_fs::{ByteRange, PageLimits, PageStart, RelPath, SearchLimits, SearchQuery, Workdir};
+use serverfs_fs::{
+    ByteRange, Control, PageLimits, PageStart, RelPath, SearchLimits, SearchQuery, Workdir,
+};
 use serverfs_protocol::ErrorCode;
 use serverfs_testkit::{OUTSIDE_SECRET, TempWorkdir};
 
@@ -174,11 +176,13 @@ fn content_reads(w: &Workdir, name: &str, text: &str) -> ContentReads {
         context_lines: 0,
         include_ignored: true,
     };
-    let found = w.search_text(&RelPath::root(), &query, SEARCH).unwrap();
+    let found = w
+        .search_text(&RelPath::root(), &query, SEARCH, &Control::new())
+        .unwrap();
     ContentReads {
         text: read(w, name),
         bytes: w
-            .read_bytes(&path, whole, None)
+            .read_bytes(&path, whole, None, &Control::new())
             .map(|b| b.data)
             .map_err(|e| e.code()),
         found_in: found.matches.iter().map(|m| m.path.as_string()).collect(),
