@@ -27,6 +27,7 @@
 //! | `fake: shell-write <name> <content>` | as `write`, but a `/bin/sh` started in the cwd writes the relative `<name>` (`printf > name`), as a provider's command would | `wrote <name>` |
 //! | `fake: child-tree` | spawns `/bin/sh -c 'sleep 300 & sleep 300 & wait'` in its own process group through [`ProviderCommand`], records the group with the host, kept until cancel | `child tree exited` (only if it ends by itself) |
 //! | `fake: escape-tree` | as `child-tree`, but the shell starts two `setsid` processes that ignore `SIGTERM` (one stays its child, one is orphaned at once), as Codex starts commands | `child tree exited` (only if it ends by itself) |
+//! | `fake: hidden-tree` | as `child-tree`, but the shell starts one process that leaves the group and session (`setsid`), sheds the environment and so the task marker (`env -i`), ignores `SIGTERM`, is orphaned at once and writes its pid to `hidden.pid` in the cwd: out of reach of everything but a cgroup | `child tree exited` (only if it ends by itself) |
 //! | `fake: env` | runs `/bin/sh -c env` through [`ProviderCommand`] with the adapter's proxy policy | `env: NAME=value, …` for every proxy-like (`*PROXY*`) or `SERVERFS_*` variable the child saw, sorted; `env: none` if there is none |
 //!
 //! An unknown or malformed directive fails the turn with
@@ -86,6 +87,12 @@ const CHILD_TREE_SCRIPT: &str = "sleep 300 & sleep 300 & wait";
 /// parent exits at once (re-parented to the subreaper, or to init).
 const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' & \
      (setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' &) ; wait";
+/// What `hidden-tree` runs: a process that nothing but its cgroup ties to
+/// the provider any more (see the module documentation).
+/// (An ignored `SIGTERM` survives `exec`, so the hidden process is one
+/// `sleep` with no child of its own.)
+const HIDDEN_TREE_SCRIPT: &str = "(setsid env -i /bin/sh -c 'echo $$ > hidden.pid; trap \"\" TERM; \
+     exec sleep 3600' &) ; sleep 300 & wait";
 /// The `command_display` of an approval without a summary.
 const DEFAULT_COMMAND: &str = "echo test";
 /// The prompt of a question without text.
@@ -130,6 +137,8 @@ pub enum Directive {
     ChildTree,
     /// `escape-tree`.
     EscapeTree,
+    /// `hidden-tree`.
+    HiddenTree,
     /// `env`.
     Env,
 }
@@ -214,6 +223,7 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
         }
         "child-tree" => no_argument(Directive::ChildTree),
         "escape-tree" => no_argument(Directive::EscapeTree),
+        "hidden-tree" => no_argument(Directive::HiddenTree),
         "env" => no_argument(Directive::Env),
         _ => Err(AgentError::new(
             BridgeErrorCode::AgentProviderError,
@@ -543,6 +553,10 @@ impl Turn {
             Directive::ChildTree => self.child_tree(adapter, ctx, host, CHILD_TREE_SCRIPT).await,
             Directive::EscapeTree => {
                 self.child_tree(adapter, ctx, host, ESCAPE_TREE_SCRIPT)
+                    .await
+            }
+            Directive::HiddenTree => {
+                self.child_tree(adapter, ctx, host, HIDDEN_TREE_SCRIPT)
                     .await
             }
             Directive::Env => self

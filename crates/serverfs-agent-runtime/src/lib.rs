@@ -87,9 +87,10 @@ pub use contract::{
 };
 pub use error::{AgentError, CommandProblem, ProcessError};
 pub use process::{
-    DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand, ProxyPolicy, StartDir,
-    StderrCapture, StderrTail, Termination, adopt_orphans, is_group_alive, is_task_alive,
-    provider_environment, reap_adopted, reap_adopted_forever,
+    CgroupSetupError, DEFAULT_STDERR_CAPACITY, ProcessGroupId, ProviderChild, ProviderCommand,
+    ProxyPolicy, StartDir, StderrCapture, StderrTail, Termination, adopt_orphans, delegated_cgroup,
+    is_group_alive, is_task_alive, own_cgroup, provider_environment, reap_adopted,
+    reap_adopted_forever, remove_stale_task_cgroups, use_task_cgroups, watch_task_cgroups,
 };
 pub use scrub::{CREDENTIAL_MARKER, scrub_credentials};
 pub use serverfs_protocol::bridge::BridgeErrorCode;

@@ -17,6 +17,7 @@ use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
 use crate::model::LogLevel;
 use crate::parse;
+use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
     RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
     RawServer, RawWorkdir, Val,
@@ -230,6 +231,7 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
         } else {
             RawProxyRuntimes::Named(Val::default_at(Vec::new(), "SERVERFS_AGENT_USE_PROXY"))
         },
+        provider_cgroup: provider_cgroup_global(env)?,
         codex: codex_globals(env)?,
         claude: cli_runtime_globals(env, &cli_runtime::CLAUDE, &CLAUDE_VARIABLES)?,
         qoder: cli_runtime_globals(env, &cli_runtime::QODER, &QODER_VARIABLES)?,
@@ -250,6 +252,25 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             limits::SLOT_COUNT
         ),
     })
+}
+
+/// `SERVERFS_AGENT_PROVIDER_CGROUP`, strict like the Bridge's other
+/// settings. Empty means "not set".
+fn provider_cgroup_global(env: &Env) -> Result<Val<ProviderCgroup>, ConfigError> {
+    const KEY: &str = "SERVERFS_AGENT_PROVIDER_CGROUP";
+    let value = match non_empty(env.get(KEY).map(String::as_str)) {
+        None => None,
+        Some(text) => {
+            Some(
+                ProviderCgroup::parse(text).ok_or_else(|| ConfigError::InvalidValue {
+                    key: KEY.to_owned(),
+                    expected: ProviderCgroup::EXPECTED,
+                    got: text.to_owned(),
+                })?,
+            )
+        }
+    };
+    Ok(Val::or_default(value, ProviderCgroup::Auto, KEY))
 }
 
 /// The `SERVERFS_CODEX_*` variables, strict like the Bridge's other

@@ -6,8 +6,8 @@ use pretty_assertions::assert_eq;
 use crate::test_support::{Fixture, message};
 use crate::{
     AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
-    ConfigError, LogLevel, PassthroughProblem, ServerSettings, SlotProblem, WorkdirAlias,
-    WorkdirConfig,
+    ConfigError, LogLevel, PassthroughProblem, ProviderCgroup, ServerSettings, SlotProblem,
+    WorkdirAlias, WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -41,6 +41,7 @@ fn defaults_match_upstream() {
             peer_uid: None,
             peer_gid: None,
             proxy_runtimes: Vec::new(),
+            provider_cgroup: ProviderCgroup::Auto,
             codex: CodexSettings {
                 bin: "codex".to_owned(),
                 home: None,
@@ -111,6 +112,7 @@ fn every_global_is_read() {
             ("SERVERFS_CODEX_BIN", " /opt/codex/bin/codex "),
             ("SERVERFS_CODEX_HOME", "/srv/codex-home"),
             ("SERVERFS_CODEX_TRANSPORT", " Daemon "),
+            ("SERVERFS_AGENT_PROVIDER_CGROUP", "off"),
             ("SERVERFS_CODEX_AUTOSTART", "on"),
             ("SERVERFS_CODEX_REQUEST_TIMEOUT_SECONDS", "2.5"),
             ("SERVERFS_CLAUDE_BIN", " /opt/claude/bin/claude "),
@@ -166,6 +168,7 @@ fn every_global_is_read() {
             // USE_PROXY: every runtime a workdir allows (here the inherited
             // SERVERFS_AGENT_RUNTIMES).
             proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake],
+            provider_cgroup: ProviderCgroup::Off,
             codex: CodexSettings {
                 bin: "/opt/codex/bin/codex".to_owned(),
                 home: Some(PathBuf::from("/srv/codex-home")),
@@ -864,6 +867,11 @@ fn codex_variables_are_strict() {
     let fx = Fixture::new();
     let cases = [
         ("SERVERFS_CODEX_TRANSPORT", "socket", "one of stdio, daemon"),
+        (
+            "SERVERFS_AGENT_PROVIDER_CGROUP",
+            "sys/fs/cgroup",
+            "\"auto\", \"off\" or an absolute path without \"..\" (a cgroup v2 directory)",
+        ),
         (
             "SERVERFS_CODEX_AUTOSTART",
             "maybe",

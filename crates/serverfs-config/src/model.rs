@@ -10,6 +10,7 @@ use crate::codex::CodexSettings;
 use crate::env;
 use crate::http::HttpSettings;
 use crate::limits;
+use crate::provider_cgroup::ProviderCgroup;
 
 /// The whole validated configuration.
 ///
@@ -204,6 +205,9 @@ pub struct AgentSettings {
     /// name, no duplicates, each allowed by at least one workdir. Default
     /// empty: no runtime uses the proxy.
     pub proxy_runtimes: Vec<AgentRuntime>,
+    /// Where the Bridge puts a cgroup per task and provider process
+    /// (default [`ProviderCgroup::Auto`]).
+    pub provider_cgroup: ProviderCgroup,
     /// How the Bridge runs the `codex` runtime: which executable, which
     /// Codex home, and whether it talks to a per-task `codex app-server`
     /// child or to the user's managed daemon, and which of the Bridge's
@@ -241,6 +245,7 @@ impl Default for AgentSettings {
             peer_uid: None,
             peer_gid: None,
             proxy_runtimes: Vec::new(),
+            provider_cgroup: ProviderCgroup::Auto,
             codex: CodexSettings::default(),
             claude: CliRuntimeSettings::claude_default(),
             qoder: CliRuntimeSettings::qoder_default(),

@@ -12,6 +12,7 @@ use crate::agent::AgentMode;
 use crate::codex::CodexTransport;
 use crate::http::HttpAuth;
 use crate::model::LogLevel;
+use crate::provider_cgroup::ProviderCgroup;
 
 /// A configured value and the key it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +118,7 @@ pub(crate) struct RawAgent {
     /// `None`: not configured (the gid is not checked).
     pub peer_gid: Option<Val<i64>>,
     pub proxy_runtimes: RawProxyRuntimes,
+    pub provider_cgroup: Val<ProviderCgroup>,
     pub codex: RawCodex,
     pub claude: RawCliRuntime,
     pub qoder: RawCliRuntime,

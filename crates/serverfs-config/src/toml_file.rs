@@ -22,6 +22,7 @@ use crate::error::{ConfigError, one_line};
 use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::LogLevel;
+use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
     RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
     RawServer, RawWorkdir, Val,
@@ -85,6 +86,7 @@ struct AgentToml {
     peer_uid: Option<i64>,
     peer_gid: Option<i64>,
     proxy_runtimes: Option<Vec<String>>,
+    provider_cgroup: Option<String>,
     // The Codex runtime (flat keys: the Bridge's other settings are flat too).
     codex_bin: Option<String>,
     codex_home: Option<PathBuf>,
@@ -336,6 +338,16 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             })
         })
         .transpose()?;
+    let provider_cgroup = a
+        .provider_cgroup
+        .map(|text| {
+            ProviderCgroup::parse(&text).ok_or(ConfigError::InvalidValue {
+                key: "agent.provider_cgroup".to_owned(),
+                expected: ProviderCgroup::EXPECTED,
+                got: text,
+            })
+        })
+        .transpose()?;
     Ok(RawAgent {
         enabled: Val::or_default(a.enabled, false, "agent.enabled"),
         socket: Val::or_default(a.socket, default_socket, "agent.socket"),
@@ -374,6 +386,11 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             Vec::new(),
             "agent.proxy_runtimes",
         )),
+        provider_cgroup: Val::or_default(
+            provider_cgroup,
+            ProviderCgroup::Auto,
+            "agent.provider_cgroup",
+        ),
         codex: RawCodex {
             bin: Val::or_default(
                 a.codex_bin,

@@ -5,8 +5,8 @@ use pretty_assertions::assert_eq;
 use crate::test_support::{Fixture, env, message};
 use crate::{
     AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
-    Config, ConfigError, HttpAuth, HttpSettings, LogLevel, ServerSettings, WorkdirAlias,
-    WorkdirConfig,
+    Config, ConfigError, HttpAuth, HttpSettings, LogLevel, ProviderCgroup, ServerSettings,
+    WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -52,6 +52,7 @@ fn minimal_file_gets_every_default() {
                 peer_uid: None,
                 peer_gid: None,
                 proxy_runtimes: Vec::new(),
+                provider_cgroup: ProviderCgroup::Auto,
                 codex: CodexSettings {
                     bin: "codex".to_owned(),
                     home: None,
@@ -156,6 +157,7 @@ result_spool_threshold_bytes = 4096
 peer_uid = 1000
 peer_gid = 0
 proxy_runtimes = ["codex", "acp-zed"]
+provider_cgroup = "/sys/fs/cgroup/bridge.service"
 codex_bin = "/opt/codex/bin/codex"
 codex_home = "/srv/codex-home"
 codex_transport = "daemon"
@@ -226,6 +228,7 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
             // 0 is a real group (root's), not "unset".
             peer_gid: Some(0),
             proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Codex],
+            provider_cgroup: ProviderCgroup::At(PathBuf::from("/sys/fs/cgroup/bridge.service")),
             codex: CodexSettings {
                 bin: "/opt/codex/bin/codex".to_owned(),
                 home: Some(PathBuf::from("/srv/codex-home")),
@@ -799,6 +802,23 @@ fn the_reference_documents_every_variable() {
         assert!(
             REFERENCE.contains(&format!("`WORKDIR_NN_{name}`")),
             "docs/configuration.md does not document WORKDIR_NN_{name}"
+        );
+    }
+}
+
+#[test]
+fn a_provider_cgroup_that_is_not_auto_off_or_a_plain_absolute_path_is_refused() {
+    let fx = Fixture::new();
+    for bad in ["cgroup", "/sys/fs/cgroup/../x", "Off"] {
+        let text = format!(
+            "[agent]\nprovider_cgroup = \"{bad}\"\n[[workdirs]]\nalias = \"d\"\npath = \"docs\"\n"
+        );
+        assert_eq!(
+            message(fx.toml(&text)),
+            format!(
+                "agent.provider_cgroup: expected \"auto\", \"off\" or an absolute path \
+                 without \"..\" (a cgroup v2 directory), got {bad:?}"
+            )
         );
     }
 }

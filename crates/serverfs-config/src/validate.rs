@@ -294,6 +294,7 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
             RawProxyRuntimes::Named(names) => runtime_list(names)?,
             RawProxyRuntimes::EveryListed => Vec::new(),
         },
+        provider_cgroup: raw.provider_cgroup.value.clone(),
         codex: codex_settings(&raw.codex)?,
         claude: cli_runtime_settings(&raw.claude)?,
         qoder: cli_runtime_settings(&raw.qoder)?,

@@ -26,6 +26,7 @@
 
 pub mod binaries;
 pub mod bridge;
+pub mod cgroup;
 mod deadline;
 pub mod host;
 pub mod mock_codex;

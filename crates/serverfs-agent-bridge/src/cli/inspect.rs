@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
 use serverfs_agent_runtime::{ProcessGroupId, is_group_alive, is_task_alive};
 
-use super::{bridge_config, config_error};
+use super::{bridge_config, config_error, containment};
 
 /// Prints the summary; exit 0, or 2 when the configuration or state is
 /// unusable.
@@ -25,6 +25,7 @@ pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: 
         Ok(config) => config,
         Err(message) => return config_error(&message),
     };
+    containment::observe(&config.config.agent.provider_cgroup);
     let mut out = String::new();
     if config.state_dir.join(DATABASE_FILE).exists() {
         match read_tasks(&config, limit) {

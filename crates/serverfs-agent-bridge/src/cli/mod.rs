@@ -3,6 +3,7 @@
 //! `serverfs.toml` or `.env`-style variables `serverfs` reads).
 
 mod bridge_config;
+mod containment;
 mod inspect;
 mod proxy_env;
 mod serve;

@@ -17,7 +17,7 @@ use serverfs_agent_bridge::store::{StateDir, Store};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
-use super::{EXIT_CONFIG, bridge_config, config_error};
+use super::{EXIT_CONFIG, bridge_config, config_error, containment};
 
 /// Runs the daemon; exit 0 after a graceful shutdown, 2 when it cannot
 /// start, 1 when serving fails.
@@ -42,11 +42,9 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
         Ok(listener) => listener,
         Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
     };
-    // Before any provider starts: what a provider's process leaves behind
-    // when its parent exits comes back to the Bridge, to be found, stopped
-    // with its task and reaped.
-    if let Err(error) = serverfs_agent_runtime::adopt_orphans() {
-        tracing::warn!(error = %error, "cannot become the child subreaper of providers");
+    // Before any provider starts.
+    if let Err(message) = containment::set_up(&config.config.agent.provider_cgroup) {
+        return start_error(&message);
     }
     let reaper = tokio::spawn(serverfs_agent_runtime::reap_adopted_forever());
     let lease_ids = match config.lease_ids() {

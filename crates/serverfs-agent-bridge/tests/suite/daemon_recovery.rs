@@ -16,8 +16,10 @@ use rustix::process::Signal;
 use serde_json::json;
 use serverfs_agent_runtime::TASK_MARKER_VAR;
 use serverfs_testkit::bridge::{ChildTree, Daemon, Setup, WAIT, count, guards, mcp_mutation, poll};
+use serverfs_testkit::cgroup::TestCgroup;
 use serverfs_testkit::process::{
-    KillOnDrop, await_escaped, group_members, is_running, parent_of, session_of, zombie_children,
+    KillOnDrop, await_escaped, group_members, is_running, parent_of, running_with_env, session_of,
+    zombie_children,
 };
 
 /// How long a graceful shutdown may take (the spec bounds provider
@@ -151,14 +153,15 @@ fn cancel_stops_descendants_that_left_the_group_and_ignore_sigterm() {
     let task = daemon.submit("fake: escape-tree");
     let escaped = escaped_of(&task);
     assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
-    // The one whose parent exited was adopted by the Bridge, not by init.
-    assert!(
+    // The one whose parent exits was adopted by the Bridge, not by init
+    // (that parent may still be exiting when the pair is first seen).
+    poll(WAIT, "an escaped process to be re-parented to the Bridge", || {
         escaped
             .0
             .iter()
-            .any(|pid| parent_of(*pid) == Some(daemon.pid())),
-        "no escaped process was re-parented to the Bridge"
-    );
+            .any(|pid| parent_of(*pid) == Some(daemon.pid()))
+            .then_some(())
+    });
 
     let cancelled = daemon.ok("task.cancel", json!({ "task_id": task }));
     assert_eq!(cancelled["status"], "cancelled");
@@ -205,6 +208,98 @@ fn after_a_crash_the_guard_stays_while_an_escaped_descendant_runs() {
     let next = restarted.submit("fake: complete after the escapees");
     restarted.wait_status(&next, "succeeded");
     wait_workdir_free(&setup, "the escapees were gone");
+}
+
+/// A Bridge whose providers run in task cgroups beneath `cgroup`.
+fn with_cgroups(cgroup: &TestCgroup) -> Setup {
+    Setup::new().agent("provider_cgroup", &format!("{:?}", cgroup.path()))
+}
+
+/// The pid `fake: hidden-tree`'s hidden process wrote into the workdir; it
+/// shed the task marker and left the Bridge's session.
+fn hidden_of(setup: &Setup, task: &str) -> KillOnDrop {
+    let pid_file = setup.work_dir().join("hidden.pid");
+    let pid = poll(WAIT, "the hidden process to start", || {
+        fs::read_to_string(&pid_file)
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()
+    });
+    let hidden = KillOnDrop(vec![pid]);
+    assert!(is_running(pid));
+    assert!(!running_with_env(TASK_MARKER_VAR, task).contains(&pid));
+    assert_ne!(session_of(pid), session_of(std::process::id()));
+    hidden
+}
+
+#[test]
+fn cancel_stops_a_descendant_that_only_its_cgroup_still_holds() {
+    let Some(cgroup) = TestCgroup::new() else {
+        eprintln!("skipped: no cgroup v2 directory this user may create cgroups in");
+        return;
+    };
+    let setup = with_cgroups(&cgroup);
+    let daemon = setup.start_serving();
+    let task = daemon.submit("fake: hidden-tree");
+    let hidden = hidden_of(&setup, &task);
+    assert_eq!(cgroup.children(), vec![task.clone()]);
+
+    daemon.ok("task.cancel", json!({ "task_id": task }));
+    poll(WAIT, "the guard to go", || {
+        let free = guards(&setup).is_empty();
+        if free {
+            assert!(
+                !is_running(hidden.0[0]),
+                "guard removed while the hidden process runs"
+            );
+        }
+        free.then_some(())
+    });
+    assert!(!is_running(hidden.0[0]));
+    wait_workdir_free(&setup, "cancelling a hidden tree");
+    // The task's cgroups go once empty.
+    poll(WAIT, "the task cgroup to be removed", || {
+        cgroup.children().is_empty().then_some(())
+    });
+}
+
+#[test]
+fn after_a_crash_the_guard_stays_while_a_hidden_descendant_runs() {
+    let Some(cgroup) = TestCgroup::new() else {
+        eprintln!("skipped: no cgroup v2 directory this user may create cgroups in");
+        return;
+    };
+    let setup = with_cgroups(&cgroup);
+    let mut daemon = setup.start_serving();
+    let task = daemon.submit("fake: hidden-tree");
+    let hidden = hidden_of(&setup, &task);
+    let pgid = poll(WAIT, "the guard to record the shell", || {
+        guards(&setup).into_iter().find_map(|(_, pgid)| pgid)
+    });
+    daemon.kill();
+    KillOnDrop(group_members(pgid)).kill_now();
+
+    let restarted = restart(&setup);
+    assert_eq!(refused_writer(&restarted), "WORKDIR_RECOVERY_REQUIRED");
+    let (_, inspected, _) = setup.run(&["inspect"]);
+    assert!(inspected.contains("provider=running"), "{inspected}");
+
+    hidden.kill_now();
+    let next = restarted.submit("fake: complete after the hidden process");
+    restarted.wait_status(&next, "succeeded");
+    wait_workdir_free(&setup, "the hidden process was gone");
+}
+
+#[test]
+fn an_unusable_provider_cgroup_stops_the_start() {
+    let setup = Setup::new().agent("provider_cgroup", "\"/tmp\"");
+    let (status, _, stderr) = setup.run(&["serve"]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("agent.provider_cgroup: not a cgroup v2 directory"),
+        "{stderr}"
+    );
 }
 
 #[test]

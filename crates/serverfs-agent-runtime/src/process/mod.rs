@@ -8,6 +8,7 @@
 //! piped for the adapter's protocol, stderr drained into a bounded capture,
 //! in a process group of its own that is killed as a whole.
 
+mod cgroups;
 mod environment;
 mod orphans;
 mod stderr_capture;
@@ -23,11 +24,15 @@ use std::time::Duration;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, sleep, timeout};
 
+pub use cgroups::{
+    CgroupSetupError, delegated_cgroup, own_cgroup, remove_stale_task_cgroups, use_task_cgroups,
+    watch_task_cgroups,
+};
 pub use environment::{ProxyPolicy, provider_environment};
 pub use orphans::{adopt_orphans, reap_adopted, reap_adopted_forever};
 pub use stderr_capture::{DEFAULT_STDERR_CAPACITY, StderrCapture, StderrTail};
 
-use self::sys::{GroupSignal, Member};
+use self::sys::{Cgroup, GroupSignal, Member};
 use crate::error::{CommandProblem, ProcessError};
 use crate::working_dir::WorkingDir;
 
@@ -83,16 +88,24 @@ pub fn is_group_alive(group: ProcessGroupId) -> bool {
 }
 
 /// Whether any process started for task `task_id` may still run code: a
-/// process carrying the task's marker ([`TASK_MARKER_VAR`]), or a
-/// descendant of one, whichever group or session it moved to. This holds
-/// across a Bridge restart, when the processes' parents are long gone.
-/// When `/proc` cannot be read, the answer is `true`.
+/// process in one of the task's cgroups (when [`use_task_cgroups`] is on),
+/// one carrying the task's marker ([`TASK_MARKER_VAR`]), or a descendant of
+/// one, whichever group or session it moved to. This holds across a Bridge
+/// restart, when the processes' parents are long gone. When `/proc` or the
+/// cgroup cannot be read, the answer is `true`.
 ///
 /// [`TASK_MARKER_VAR`]: crate::TASK_MARKER_VAR
 pub fn is_task_alive(task_id: &str) -> bool {
+    if cgroups::task_populated(task_id) == Some(true) {
+        return true;
+    }
     let marker = format!("{}={task_id}", crate::TASK_MARKER_VAR);
-    sys::provider_members(None, Some(marker.as_bytes()), &HashSet::new())
-        .map_or(true, |members| !members.is_empty())
+    let alive = sys::provider_members(None, Some(marker.as_bytes()), &HashSet::new(), &[])
+        .map_or(true, |members| !members.is_empty());
+    if !alive {
+        cgroups::remove_task_cgroup(task_id);
+    }
+    alive
 }
 
 /// What [`ProviderChild::terminate`] achieved.
@@ -304,6 +317,10 @@ impl ProviderCommand {
             StartDir::Opened(dir) => dir.task_marker(),
             StartDir::Trusted(_) => None,
         };
+        let cgroup = match &marker {
+            Some((_, task_id)) => cgroups::provider_cgroup(task_id).map_err(ProcessError::Spawn)?,
+            None => None,
+        };
         if let Some((name, value)) = &marker {
             env.retain(|(existing, _)| existing != name);
             env.push((name.clone(), value.clone()));
@@ -322,6 +339,9 @@ impl ProviderCommand {
             // rest of the group.
             .kill_on_drop(true);
         sys::contain(&mut command);
+        if let Some(cgroup) = &cgroup {
+            sys::join_cgroup_before_exec(&mut command, cgroup.procs());
+        }
         // The child's pid is its group id (`contain`). `id()` is `None` only
         // once the child has been reaped, which nothing did yet.
         let mut child = orphans::register_spawned(|| {
@@ -354,6 +374,7 @@ impl ProviderCommand {
             child,
             group,
             marker: marker.map(|(name, value)| format!("{name}={value}").into_bytes()),
+            cgroup,
             known: HashSet::new(),
             stdin,
             stdout,
@@ -396,6 +417,9 @@ pub struct ProviderChild {
     group: ProcessGroupId,
     /// `NAME=value` of the task marker the provider was started with.
     marker: Option<Vec<u8>>,
+    /// The provider's own cgroup, when task cgroups are on: everything it
+    /// started, however detached, is in there.
+    cgroup: Option<Cgroup>,
     /// Every process of the provider seen so far: a descendant keeps
     /// counting once its parent exited and it was re-parented.
     known: HashSet<Member>,
@@ -518,6 +542,9 @@ impl ProviderChild {
             sleep(POLL_INTERVAL).await;
         };
         self.tree_gone = tree_gone;
+        if let (true, Some(cgroup)) = (tree_gone, &self.cgroup) {
+            cgroup.remove();
+        }
         tracing::debug!(
             pgid = self.group.as_raw(),
             tree_gone,
@@ -535,13 +562,29 @@ impl ProviderChild {
     /// Looks at the process table: adds the provider's processes found now
     /// to those known, and says whether any of them, or of the group, may
     /// still run. When `/proc` cannot be read, only the group's own
-    /// signal-based check answers, and it errs on "alive".
+    /// signal-based check answers, and it errs on "alive". A cgroup that
+    /// still holds a process (a zombie not yet reaped, even) keeps the
+    /// provider alive: only an empty one proves it gone.
     fn look(&mut self) -> bool {
-        match sys::provider_members(Some(self.group), self.marker.as_deref(), &self.known) {
+        let (in_cgroup, cgroup_unreadable) = match self.cgroup.as_ref().map(Cgroup::pids) {
+            None => (Vec::new(), false),
+            Some(Ok(pids)) => (pids, false),
+            Some(Err(err)) => {
+                tracing::debug!(error = %err, "reading the provider's cgroup failed");
+                (Vec::new(), true)
+            }
+        };
+        let members = sys::provider_members(
+            Some(self.group),
+            self.marker.as_deref(),
+            &self.known,
+            &in_cgroup,
+        );
+        match members {
             Ok(members) => {
                 let alive = !members.is_empty();
                 self.known.extend(members);
-                alive || is_group_alive(self.group)
+                alive || !in_cgroup.is_empty() || cgroup_unreadable || is_group_alive(self.group)
             }
             Err(err) => {
                 tracing::debug!(error = %err, "reading the process table failed");
@@ -555,6 +598,11 @@ impl ProviderChild {
     /// prove the tree gone.
     fn signal_tree(&self, signal: GroupSignal) {
         self.signal(signal);
+        if let (GroupSignal::Kill, Some(cgroup)) = (signal, &self.cgroup)
+            && let Err(err) = cgroup.kill()
+        {
+            tracing::warn!(error = %err, "killing the provider's cgroup failed");
+        }
         for member in &self.known {
             if let Err(err) = sys::signal_member(*member, signal) {
                 tracing::warn!(error = %err, ?signal, "signalling a provider process failed");

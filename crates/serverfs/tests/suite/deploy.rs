@@ -1209,7 +1209,8 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
 
 /// The Bridge's user unit: stops within its shutdown bound, restarts on
 /// failure but not after a configuration error, kills the whole cgroup
-/// (provider process groups included), no identity switch.
+/// (provider process groups included), is delegated its cgroup for task
+/// cgroups, no identity switch.
 #[test]
 fn bridge_systemd_unit_stops_gracefully_and_restarts_on_failure() {
     let sections = unit_sections(&read("deploy/systemd/serverfs-agent-bridge.service"));
@@ -1235,6 +1236,7 @@ fn bridge_systemd_unit_stops_gracefully_and_restarts_on_failure() {
         ("RestartPreventExitStatus", "2"),
         ("KillSignal", "SIGTERM"),
         ("KillMode", "control-group"),
+        ("Delegate", "yes"),
         ("NoNewPrivileges", "yes"),
     ] {
         assert_eq!(one(key), value, "[Service] {key}");

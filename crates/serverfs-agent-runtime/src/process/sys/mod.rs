@@ -11,8 +11,9 @@
 mod linux;
 
 pub(crate) use linux::{
-    Member, become_subreaper, contain, group_has_live_member, provider_members,
-    reap_adopted_zombies, signal_group, signal_member,
+    Cgroup, Member, become_subreaper, contain, group_has_live_member, is_cgroup2, is_delegated,
+    join_cgroup_before_exec, own_cgroup, populated, provider_members, reap_adopted_zombies,
+    remove_if_empty, signal_group, signal_member,
 };
 
 /// A signal sent to a whole provider group.

@@ -14,8 +14,12 @@
 //! moved, and every process carrying its task's marker in its environment
 //! (`procfs`); with the Bridge as child subreaper
 //! ([`become_subreaper`]), an orphaned descendant is re-parented to the
-//! Bridge, not to init.
+//! Bridge, not to init. Where the Bridge was delegated a cgroup subtree, a
+//! provider also runs in a cgroup of its own (`cgroup`), which no process
+//! can leave.
 
+mod cgroup;
+mod pre_exec;
 mod procfs;
 
 use std::collections::HashSet;
@@ -27,6 +31,10 @@ use rustix::process::{
     set_child_subreaper, test_kill_process_group, waitpid,
 };
 
+pub(crate) use self::cgroup::{
+    Cgroup, is_cgroup2, is_delegated, own_cgroup, populated, remove_if_empty,
+};
+pub(crate) use self::pre_exec::join_cgroup_before_exec;
 pub(crate) use self::procfs::Member;
 use self::procfs::ProcessTable;
 use super::{Delivery, GroupSignal};
@@ -96,7 +104,8 @@ fn checked_pid(group: ProcessGroupId) -> io::Result<Pid> {
 }
 
 /// The live processes of one provider (see
-/// [`ProcessTable::provider_members`]).
+/// [`ProcessTable::provider_members`]); `roots` are pids known to be the
+/// provider's (its cgroup's).
 ///
 /// # Errors
 ///
@@ -106,9 +115,10 @@ pub(crate) fn provider_members(
     group: Option<ProcessGroupId>,
     marker: Option<&[u8]>,
     known: &HashSet<Member>,
+    roots: &[i32],
 ) -> io::Result<Vec<Member>> {
     let table = ProcessTable::read()?;
-    Ok(table.provider_members(group.map(ProcessGroupId::as_raw), marker, known))
+    Ok(table.provider_members(group.map(ProcessGroupId::as_raw), marker, known, roots))
 }
 
 /// Sends `signal` to one process; one that is gone already is no failure.

@@ -102,13 +102,14 @@ impl ProcessTable {
 
     /// The live processes of one provider: those in `pgid`, those whose
     /// environment holds the entry `marker` (`NAME=value`), those in
-    /// `known` (a pid only while its start time matches), and every
-    /// descendant of any of them.
+    /// `known` (a pid only while its start time matches), those in `roots`
+    /// (its cgroup's), and every descendant of any of them.
     pub(crate) fn provider_members(
         &self,
         pgid: Option<i32>,
         marker: Option<&[u8]>,
         known: &HashSet<Member>,
+        roots: &[i32],
     ) -> Vec<Member> {
         let mut children: HashMap<i32, Vec<&Entry>> = HashMap::new();
         for entry in &self.entries {
@@ -121,6 +122,7 @@ impl ProcessTable {
             .filter(|entry| {
                 pgid == Some(entry.pgrp)
                     || known.contains(&entry.member())
+                    || roots.contains(&entry.pid)
                     || marker.is_some_and(|marker| carries(entry.pid, marker))
             })
             .collect();
