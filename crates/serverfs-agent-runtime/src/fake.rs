@@ -85,8 +85,10 @@ const CHILD_TREE_SCRIPT: &str = "sleep 300 & sleep 300 & wait";
 /// What `escape-tree` runs: two processes that leave the group and session
 /// (`setsid`) and ignore `SIGTERM`, one still the shell's child, one whose
 /// parent exits at once (re-parented to the subreaper, or to init).
-const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' & \
-     (setsid /bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done' &) ; wait";
+/// (An ignored `SIGTERM` survives `exec`, so each is one `sleep` with no
+/// child of its own.)
+const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; exec sleep 3600' & \
+     (setsid /bin/sh -c 'trap \"\" TERM; exec sleep 3600' &) ; wait";
 /// What `hidden-tree` runs: a process that nothing but its cgroup ties to
 /// the provider any more (see the module documentation).
 /// (An ignored `SIGTERM` survives `exec`, so the hidden process is one

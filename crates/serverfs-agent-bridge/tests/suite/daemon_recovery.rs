@@ -155,13 +155,17 @@ fn cancel_stops_descendants_that_left_the_group_and_ignore_sigterm() {
     assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
     // The one whose parent exits was adopted by the Bridge, not by init
     // (that parent may still be exiting when the pair is first seen).
-    poll(WAIT, "an escaped process to be re-parented to the Bridge", || {
-        escaped
-            .0
-            .iter()
-            .any(|pid| parent_of(*pid) == Some(daemon.pid()))
-            .then_some(())
-    });
+    poll(
+        WAIT,
+        "an escaped process to be re-parented to the Bridge",
+        || {
+            escaped
+                .0
+                .iter()
+                .any(|pid| parent_of(*pid) == Some(daemon.pid()))
+                .then_some(())
+        },
+    );
 
     let cancelled = daemon.ok("task.cancel", json!({ "task_id": task }));
     assert_eq!(cancelled["status"], "cancelled");
@@ -186,28 +190,33 @@ fn cancel_stops_descendants_that_left_the_group_and_ignore_sigterm() {
 #[test]
 fn after_a_crash_the_guard_stays_while_an_escaped_descendant_runs() {
     let setup = Setup::new();
-    let mut daemon = setup.start_serving();
+    let daemon = setup.start_serving();
     let task = daemon.submit("fake: escape-tree");
     let escaped = escaped_of(&task);
+    crash_keeps_the_guard_while(&setup, daemon, escaped);
+}
+
+/// Kills the Bridge (`-9`) and the shell's group of a running tree task,
+/// then checks that the restarted Bridge keeps the workdir guarded while
+/// `survivors` run, and frees it once they are gone.
+fn crash_keeps_the_guard_while(setup: &Setup, mut daemon: Daemon, survivors: KillOnDrop) {
     let pgid = poll(WAIT, "the guard to record the shell", || {
-        guards(&setup).into_iter().find_map(|(_, pgid)| pgid)
+        guards(setup).into_iter().find_map(|(_, pgid)| pgid)
     });
     daemon.kill();
+    KillOnDrop(group_members(pgid)).kill_now();
+    assert!(survivors.0.iter().all(|pid| is_running(*pid)));
 
-    // The shell's group ends; the escaped pair still runs.
-    let shell_group = KillOnDrop(group_members(pgid));
-    shell_group.kill_now();
-    assert!(escaped.0.iter().all(|pid| is_running(*pid)));
-    let restarted = restart(&setup);
+    let restarted = restart(setup);
     assert_eq!(refused_writer(&restarted), "WORKDIR_RECOVERY_REQUIRED");
-    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_RECOVERY_REQUIRED"));
+    assert_eq!(mcp_mutation(setup), Err("WORKDIR_RECOVERY_REQUIRED"));
     let (_, inspected, _) = setup.run(&["inspect"]);
     assert!(inspected.contains("provider=running"), "{inspected}");
 
-    escaped.kill_now();
-    let next = restarted.submit("fake: complete after the escapees");
+    survivors.kill_now();
+    let next = restarted.submit("fake: complete after the survivors");
     restarted.wait_status(&next, "succeeded");
-    wait_workdir_free(&setup, "the escapees were gone");
+    wait_workdir_free(setup, "the survivors were gone");
 }
 
 /// A Bridge whose providers run in task cgroups beneath `cgroup`.
@@ -271,24 +280,10 @@ fn after_a_crash_the_guard_stays_while_a_hidden_descendant_runs() {
         return;
     };
     let setup = with_cgroups(&cgroup);
-    let mut daemon = setup.start_serving();
+    let daemon = setup.start_serving();
     let task = daemon.submit("fake: hidden-tree");
     let hidden = hidden_of(&setup, &task);
-    let pgid = poll(WAIT, "the guard to record the shell", || {
-        guards(&setup).into_iter().find_map(|(_, pgid)| pgid)
-    });
-    daemon.kill();
-    KillOnDrop(group_members(pgid)).kill_now();
-
-    let restarted = restart(&setup);
-    assert_eq!(refused_writer(&restarted), "WORKDIR_RECOVERY_REQUIRED");
-    let (_, inspected, _) = setup.run(&["inspect"]);
-    assert!(inspected.contains("provider=running"), "{inspected}");
-
-    hidden.kill_now();
-    let next = restarted.submit("fake: complete after the hidden process");
-    restarted.wait_status(&next, "succeeded");
-    wait_workdir_free(&setup, "the hidden process was gone");
+    crash_keeps_the_guard_while(&setup, daemon, hidden);
 }
 
 #[test]
