@@ -15,7 +15,7 @@ use crate::codex::{self, CodexTransport};
 use crate::error::{ConfigError, SlotProblem, one_line};
 use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
-use crate::model::LogLevel;
+use crate::model::{LogLevel, TextContent};
 use crate::parse;
 use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
@@ -127,6 +127,7 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
 
     let server = RawServer {
         log_level: log_level(get("SERVERFS_LOG_LEVEL")),
+        text_content: text_content(get("SERVERFS_TEXT_CONTENT"))?,
         default_list_limit: lenient("SERVERFS_DEFAULT_LIST_LIMIT", limits::DEFAULT_LIST_LIMIT),
         max_list_entries: lenient("SERVERFS_MAX_LIST_ENTRIES", limits::MAX_LIST_ENTRIES),
         default_search_results: lenient(
@@ -554,6 +555,20 @@ fn search_timeout(env: &Env) -> Val<i64> {
 }
 
 /// Agent mode: trimmed, any case; empty means "not set".
+/// `SERVERFS_TEXT_CONTENT`: `full` or `summary`, trimmed, any case; empty
+/// means the default. Strict, unlike the log level: a typo must not
+/// silently starve content-only clients of the data.
+fn text_content(raw: Option<&str>) -> Result<TextContent, ConfigError> {
+    let Some(text) = non_empty(raw) else {
+        return Ok(TextContent::default());
+    };
+    TextContent::parse(&text.to_ascii_lowercase()).ok_or_else(|| ConfigError::InvalidValue {
+        key: "SERVERFS_TEXT_CONTENT".to_owned(),
+        expected: "one of full, summary",
+        got: raw.unwrap_or_default().to_owned(),
+    })
+}
+
 fn agent_mode(key: &str, raw: Option<&str>) -> Result<Option<AgentMode>, ConfigError> {
     let Some(text) = non_empty(raw) else {
         return Ok(None);

@@ -7,7 +7,7 @@ use crate::test_support::{Fixture, message};
 use crate::{
     AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
     ConfigError, LogLevel, PassthroughProblem, ProviderCgroup, ServerSettings, SlotProblem,
-    WorkdirAlias, WorkdirConfig,
+    TextContent, WorkdirAlias, WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -77,6 +77,7 @@ fn every_global_is_read() {
         &fx,
         &[
             ("SERVERFS_LOG_LEVEL", "warning"),
+            ("SERVERFS_TEXT_CONTENT", " Summary "),
             ("SERVERFS_MAX_READ_BYTES", "2048"),
             ("SERVERFS_MAX_READ_LINES", "12"),
             ("SERVERFS_DEFAULT_LIST_LIMIT", "9"),
@@ -140,6 +141,7 @@ fn every_global_is_read() {
         config.server,
         ServerSettings {
             log_level: LogLevel::Warning,
+            text_content: TextContent::Summary,
             default_list_limit: 9,
             max_list_entries: 90,
             default_search_results: 8,
@@ -415,6 +417,33 @@ fn log_level_is_case_insensitive_and_never_fatal() {
             "{value:?}"
         );
     }
+}
+
+#[test]
+fn text_content_is_strict_and_defaults_to_full() {
+    let fx = Fixture::new();
+    for (value, mode) in [
+        ("", TextContent::Full),
+        ("full", TextContent::Full),
+        (" SUMMARY ", TextContent::Summary),
+    ] {
+        assert_eq!(
+            slot1(&fx, &[("SERVERFS_TEXT_CONTENT", value)])
+                .unwrap()
+                .server
+                .text_content,
+            mode,
+            "{value:?}"
+        );
+    }
+    // Unlike the log level, a typo is refused: it would otherwise starve
+    // content-only clients of the data without a word.
+    let err = slot1(&fx, &[("SERVERFS_TEXT_CONTENT", "short")]).unwrap_err();
+    assert_eq!(err.key().as_deref(), Some("SERVERFS_TEXT_CONTENT"));
+    assert_eq!(
+        err.to_string(),
+        "SERVERFS_TEXT_CONTENT: expected one of full, summary, got \"short\""
+    );
 }
 
 #[test]

@@ -96,12 +96,59 @@ impl fmt::Display for LogLevel {
     }
 }
 
-/// Server-wide settings: logging and the list, search and edit limits that
-/// are never per workdir (spec §2.4).
+/// What the text block beside every tool result's `structuredContent`
+/// carries (`[server] text_content`, `SERVERFS_TEXT_CONTENT`).
+///
+/// Many MCP clients hand the model only a result's `content`; for them the
+/// text must carry everything the model needs (`full`). A deployment whose
+/// clients all pass `structuredContent` to the model may send a one-line
+/// summary instead (`summary`), so no result is sent twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TextContent {
+    /// Everything a model needs to use the result and make the next call
+    /// (the default).
+    #[default]
+    Full,
+    /// One line saying what the result is; the data is only in
+    /// `structuredContent`.
+    Summary,
+}
+
+impl TextContent {
+    /// Every mode, the default first.
+    pub const ALL: [TextContent; 2] = [TextContent::Full, TextContent::Summary];
+
+    /// The configuration spelling: `full` or `summary`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TextContent::Full => "full",
+            TextContent::Summary => "summary",
+        }
+    }
+
+    /// Parses the configuration spelling exactly.
+    pub fn parse(text: &str) -> Option<TextContent> {
+        TextContent::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == text)
+    }
+}
+
+impl fmt::Display for TextContent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Server-wide settings: logging, the text of tool results and the list,
+/// search and edit limits that are never per workdir (spec §2.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSettings {
     /// Log threshold (default `info`).
     pub log_level: LogLevel,
+    /// What the text block of a tool result carries (default
+    /// [`TextContent::Full`]).
+    pub text_content: TextContent,
     /// Default `limit` of `list_directory` (default 100, at most
     /// `max_list_entries`).
     pub default_list_limit: u32,
@@ -130,6 +177,7 @@ impl Default for ServerSettings {
         // The defaults are all far inside u32, see `limits`.
         ServerSettings {
             log_level: LogLevel::Info,
+            text_content: TextContent::Full,
             default_list_limit: small(limits::DEFAULT_LIST_LIMIT.default),
             max_list_entries: small(limits::MAX_LIST_ENTRIES.default),
             default_search_results: small(limits::DEFAULT_SEARCH_RESULTS.default),

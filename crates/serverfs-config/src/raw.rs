@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use crate::agent::AgentMode;
 use crate::codex::CodexTransport;
 use crate::http::HttpAuth;
-use crate::model::LogLevel;
+use crate::model::{LogLevel, TextContent};
 use crate::provider_cgroup::ProviderCgroup;
 
 /// A configured value and the key it came from.
@@ -73,6 +73,7 @@ pub(crate) struct RawConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct RawServer {
     pub log_level: LogLevel,
+    pub text_content: TextContent,
     pub default_list_limit: Val<i64>,
     pub max_list_entries: Val<i64>,
     pub default_search_results: Val<i64>,

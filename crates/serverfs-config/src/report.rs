@@ -27,6 +27,7 @@ impl Config {
         let s = &self.server;
         let _ = writeln!(out, "server:");
         let _ = writeln!(out, "  log level: {}", s.log_level);
+        let _ = writeln!(out, "  tool result text: {}", s.text_content);
         let _ = writeln!(
             out,
             "  list_directory limit: default {}, max {}",
@@ -395,6 +396,7 @@ mod tests {
             "\
 server:
   log level: info
+  tool result text: full
   list_directory limit: default 100, max 500
   find/search results: default 50, max 100
   max walk entries: 200000

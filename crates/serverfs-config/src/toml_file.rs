@@ -21,7 +21,7 @@ use crate::env::{native_bridge_paths, native_state_dir, native_token_file};
 use crate::error::{ConfigError, one_line};
 use crate::http::HttpAuth;
 use crate::limits;
-use crate::model::LogLevel;
+use crate::model::{LogLevel, TextContent};
 use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
     RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
@@ -47,6 +47,7 @@ struct FileToml {
 #[serde(deny_unknown_fields)]
 struct ServerToml {
     log_level: Option<String>,
+    text_content: Option<String>,
     default_list_limit: Option<i64>,
     max_list_entries: Option<i64>,
     default_search_results: Option<i64>,
@@ -228,8 +229,17 @@ fn into_raw(
             got: text,
         })?,
     };
+    let text_content = match s.text_content {
+        None => TextContent::default(),
+        Some(text) => TextContent::parse(&text).ok_or(ConfigError::InvalidValue {
+            key: "server.text_content".to_owned(),
+            expected: "one of \"full\", \"summary\"",
+            got: text,
+        })?,
+    };
     let server = RawServer {
         log_level,
+        text_content,
         default_list_limit: num(
             s.default_list_limit,
             limits::DEFAULT_LIST_LIMIT,

@@ -6,7 +6,7 @@ use crate::test_support::{Fixture, env, message};
 use crate::{
     AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
     Config, ConfigError, HttpAuth, HttpSettings, LogLevel, ProviderCgroup, ServerSettings,
-    WorkdirAlias, WorkdirConfig,
+    TextContent, WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -29,6 +29,7 @@ fn minimal_file_gets_every_default() {
         Config {
             server: ServerSettings {
                 log_level: LogLevel::Info,
+                text_content: TextContent::Full,
                 default_list_limit: 100,
                 max_list_entries: 500,
                 default_search_results: 50,
@@ -123,6 +124,7 @@ fn every_key_is_read() {
         r#"
 [server]
 log_level = "debug"
+text_content = "summary"
 default_list_limit = 20
 max_list_entries = 40
 default_search_results = 5
@@ -201,6 +203,7 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
         config.server,
         ServerSettings {
             log_level: LogLevel::Debug,
+            text_content: TextContent::Summary,
             default_list_limit: 20,
             max_list_entries: 40,
             default_search_results: 5,
@@ -580,6 +583,29 @@ fn log_levels() {
             fx.toml("[server]\nlog_level = \"INFO\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n")
         ),
         "server.log_level: expected one of \"debug\", \"info\", \"warning\", \"error\", got \"INFO\""
+    );
+}
+
+#[test]
+fn text_content_is_full_or_summary_exactly() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    let file = |value: &str| {
+        format!("[server]\ntext_content = {value}\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n")
+    };
+    for mode in TextContent::ALL {
+        let config = fx.toml(&file(&format!("\"{mode}\""))).unwrap();
+        assert_eq!(config.server.text_content, mode);
+    }
+    let err = fx.toml(&file("\"Summary\"")).unwrap_err();
+    assert_eq!(err.key().as_deref(), Some("server.text_content"));
+    assert_eq!(
+        err.to_string(),
+        "server.text_content: expected one of \"full\", \"summary\", got \"Summary\""
+    );
+    assert_eq!(
+        message(fx.toml(&file("true"))),
+        "server.text_content: invalid type: boolean `true`, expected a string (line 2)"
     );
 }
 

@@ -140,6 +140,7 @@ fn server_settings(raw: &RawServer, clamp: bool) -> Result<ServerSettings, Confi
     )?;
     Ok(ServerSettings {
         log_level: raw.log_level,
+        text_content: raw.text_content,
         default_list_limit,
         max_list_entries,
         default_search_results,

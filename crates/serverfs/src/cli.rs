@@ -11,7 +11,7 @@ use rmcp::ServiceExt;
 use serverfs_config::{Config, HttpAuth, select_source};
 use serverfs_fs::Resolver;
 
-use crate::mcp::{ServerFs, TextContent};
+use crate::mcp::ServerFs;
 use crate::service::{
     AgentService, BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease,
 };
@@ -204,9 +204,10 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         }
     };
     let cleanup_budget = config.server.max_walk_entries;
+    let text_content = config.server.text_content;
     let outcome = runtime.block_on(async move {
         files.spawn_stale_temp_cleanup(cleanup_budget);
-        let server = ServerFs::new(files, agent, TextContent::default());
+        let server = ServerFs::new(files, agent, text_content);
         match http {
             Some(http) => crate::http::serve(server, http, largest_binary_cap, quick_start)
                 .await

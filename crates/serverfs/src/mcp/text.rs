@@ -26,30 +26,17 @@
 //! All metadata comes *before* the file's text, so nothing in a file can
 //! pose as it.
 //!
-//! `[server] text_content = "summary"` sends a one-line summary instead,
-//! for deployments whose clients all pass `structuredContent` to the model
-//! (no result is then sent twice).
+//! `[server] text_content = "summary"` (`SERVERFS_TEXT_CONTENT=summary`)
+//! sends a one-line summary instead, for deployments whose clients all
+//! pass `structuredContent` to the model (no result is then sent twice).
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// What the text block beside structured content carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TextContent {
-    /// Everything a model needs (the header and body described above).
-    #[default]
-    Full,
-    /// One line saying what the result is; the data is only in
-    /// `structuredContent`.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "chosen by `[server] text_content`, which serverfs-config gains separately"
-        )
-    )]
-    Summary,
-}
+/// What the text block carries: the whole result ([`TextContent::Full`],
+/// the default) or the one-line summary; chosen by `[server]
+/// text_content`.
+pub use serverfs_config::TextContent;
 
 /// A result's bulk field, rendered as text after the header.
 #[derive(Debug)]

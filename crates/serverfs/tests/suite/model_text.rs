@@ -436,3 +436,66 @@ async fn text_blocks_are_smaller_than_the_structured_json() {
         assert!(ratio < 1.0, "{what}: the text is larger than the JSON");
     }
 }
+
+/// `[server] text_content = "summary"` (or `SERVERFS_TEXT_CONTENT`) trades
+/// the full text for the one-line summary; the structured content is the
+/// same either way, and errors keep `CODE: message`.
+#[tokio::test]
+async fn text_content_summary_sends_one_line_and_the_same_structure() {
+    let t = TempWorkdir::new();
+    t.file("notes.txt", "alpha\nbeta\n");
+    let read = json!({"workdir": "demo", "path": "notes.txt"});
+    let missing = json!({"workdir": "demo", "path": "absent.txt"});
+    let config = t.root().join("serverfs.toml");
+    let toml = |mode: &str| {
+        format!(
+            "[server]\ntext_content = \"{mode}\"\n[[workdirs]]\nalias = \"demo\"\npath = {:?}\n",
+            t.root().display().to_string()
+        )
+    };
+    let spec = format!("demo={}", t.root().display());
+
+    // The full text, by default and when configured.
+    let default = Server::with_workdir("demo", &t.root()).await;
+    std::fs::write(&config, toml("full")).unwrap();
+    let full = Server::start(&["--config", config.to_str().unwrap()], &[]).await;
+    let mut structured = None;
+    for server in [&default, &full] {
+        let (page, body) = carries(
+            server,
+            "read_text_file",
+            read.clone(),
+            Some("content"),
+            &["revision"],
+        )
+        .await;
+        assert_eq!(body, "alpha\nbeta\n");
+        structured = Some(page);
+    }
+    let structured = structured.unwrap();
+
+    // The summary, from the file and from the environment.
+    std::fs::write(&config, toml("summary")).unwrap();
+    let from_file = Server::start(&["--config", config.to_str().unwrap()], &[]).await;
+    let from_env = Server::start(
+        &["--workdir", &spec],
+        &[("SERVERFS_TEXT_CONTENT", "summary")],
+    )
+    .await;
+    for server in [&from_file, &from_env] {
+        let result = server.call("read_text_file", read.clone()).await;
+        let text = text_of(&result);
+        assert_eq!(
+            text, "demo:notes.txt lines 1-2 (11 bytes, content in structured result); end of file",
+            "the summary"
+        );
+        let page = result.structured_content.clone().expect("structured");
+        pretty_assertions::assert_eq!(page, structured);
+        let error = server.call("read_text_file", missing.clone()).await;
+        assert!(
+            text_of(&error).starts_with("PATH_NOT_FOUND: "),
+            "{}",
+            text_of(&error)
+        );
+    }
+}
