@@ -10,6 +10,7 @@
 //! [`HttpSettings::effective`] for the address the server really binds
 //! (which may come from the command line).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -113,6 +114,16 @@ impl HttpSettings {
                 .unwrap_or(u32::MAX),
             shutdown_grace_ms: limits::HTTP_SHUTDOWN_GRACE_MS.default,
         }
+    }
+
+    /// The token file of a native configuration that names none:
+    /// `$XDG_CONFIG_HOME/serverfs/tokens.json`, else
+    /// `$HOME/.config/serverfs/tokens.json` (relative variables are
+    /// ignored). Relative when neither gives an absolute directory, which a
+    /// caller must refuse. The token commands use it when no configuration
+    /// is given at all.
+    pub fn default_token_file(env: &BTreeMap<String, String>) -> PathBuf {
+        crate::env::native_token_file(env)
     }
 
     /// The settings the server will actually use when it listens on `bind`

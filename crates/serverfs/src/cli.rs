@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use rmcp::ServiceExt;
-use serverfs_config::{Config, HttpAuth, select_source};
+use serverfs_config::{Config, ConfigError, ConfigSource, HttpAuth, HttpSettings, select_source};
 use serverfs_fs::Resolver;
 
 use crate::mcp::ServerFs;
@@ -80,7 +80,10 @@ struct TokenArgs {
     #[command(subcommand)]
     action: TokenAction,
     /// The token file. Default: $SERVERFS_TOKEN_FILE, else the [http]
-    /// token_file of the configuration given by --config / --workdir.
+    /// token_file of the configuration given by --config / --workdir (or
+    /// SERVERFS_CONFIG, WORKDIR_NN_*), else
+    /// $XDG_CONFIG_HOME/serverfs/tokens.json or
+    /// ~/.config/serverfs/tokens.json, the default of `serve`.
     #[arg(long, value_name = "FILE", global = true)]
     token_file: Option<PathBuf>,
     /// Configuration file whose [http] token_file to use.
@@ -225,25 +228,9 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
 }
 
 fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
-    let path = match &args.token_file {
-        Some(path) => path.clone(),
-        None => match env.get("SERVERFS_TOKEN_FILE").filter(|p| !p.is_empty()) {
-            Some(path) => PathBuf::from(path),
-            None => match load(
-                &ConfigArgs {
-                    config: args.config.clone(),
-                    workdirs: args.workdirs.clone(),
-                },
-                env,
-            ) {
-                Ok((config, _)) => config.http.token_file.clone(),
-                Err(reason) => {
-                    return config_error(&format!(
-                        "{reason} (the token commands need --token-file, SERVERFS_TOKEN_FILE or a configuration)"
-                    ));
-                }
-            },
-        },
+    let path = match token_file(args, env) {
+        Ok(path) => path,
+        Err(reason) => return config_error(&reason),
     };
     let store = TokenStore::new(path);
     let outcome = match &args.action {
@@ -285,21 +272,67 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
     }
 }
 
+/// The token file the token commands manage, first match wins:
+/// `--token-file`, `SERVERFS_TOKEN_FILE`, the `[http] token_file` of the
+/// configuration given (`--config`, `--workdir`, `SERVERFS_CONFIG`,
+/// `WORKDIR_NN_*`), else the default every native configuration uses, so
+/// `serverfs token create NAME` works before any workdir is configured.
+fn token_file(args: &TokenArgs, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+    if let Some(path) = &args.token_file {
+        return Ok(path.clone());
+    }
+    if let Some(path) = env.get("SERVERFS_TOKEN_FILE").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let config = ConfigArgs {
+        config: args.config.clone(),
+        workdirs: args.workdirs.clone(),
+    };
+    match select_source(config.config.clone(), &config.workdirs, env) {
+        Ok(source) => load_config(&source, &config, env)
+            .map(|config| config.http.token_file)
+            .map_err(|e| e.to_string()),
+        Err(ConfigError::NoSource) => {
+            let path = HttpSettings::default_token_file(env);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(
+                    "no default token file (neither XDG_CONFIG_HOME nor HOME is an absolute \
+                     path): pass --token-file FILE or set SERVERFS_TOKEN_FILE"
+                        .to_owned(),
+                )
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn load(
     args: &ConfigArgs,
     env: &BTreeMap<String, String>,
 ) -> Result<(Config, WorkdirRegistry), String> {
     let source =
         select_source(args.config.clone(), &args.workdirs, env).map_err(|e| e.to_string())?;
+    let config = load_config(&source, args, env).map_err(|e| e.to_string())?;
+    let resolver = resolver_from_env(env)?;
+    let registry = WorkdirRegistry::open(&config, resolver).map_err(|e| e.to_string())?;
+    Ok((config, registry))
+}
+
+/// The configuration of `source`; `--workdir` specs given beside
+/// `--config` add to the file's workdirs.
+fn load_config(
+    source: &ConfigSource,
+    args: &ConfigArgs,
+    env: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
     let extra = if args.config.is_some() {
         args.workdirs.as_slice()
     } else {
         &[]
     };
-    let config = Config::load(&source, extra, env).map_err(|e| e.to_string())?;
-    let resolver = resolver_from_env(env)?;
-    let registry = WorkdirRegistry::open(&config, resolver).map_err(|e| e.to_string())?;
-    Ok((config, registry))
+    Config::load(source, extra, env)
 }
 
 /// `SERVERFS_FS_RESOLVER=walk` forces the `O_NOFOLLOW` walker instead of
