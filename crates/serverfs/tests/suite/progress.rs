@@ -2,8 +2,9 @@
 //! tree of 60,000 files reports `notifications/progress` when the request
 //! carries a `progressToken` (rmcp's client puts one on every request) and
 //! none when it does not (a raw JSON-RPC client); a client's
-//! `notifications/cancelled` ends the search within 200 ms, with its
-//! descriptors closed.
+//! `notifications/cancelled` ends the search, with its descriptors closed
+//! (the delay is printed: the bound is 200 ms, and tests make no
+//! timing assertions).
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -214,13 +215,11 @@ async fn a_long_search_reports_progress_and_stops_when_cancelled() {
     let (ended_at, line) = served.audited("search_text").await;
     let latency = ended_at - cancelled_at;
     assert_eq!(line["error_code"], "REQUEST_CANCELLED", "{line}");
+    // A figure, not an assertion (no timing assertions in tests): the
+    // issue's bound is 200 ms.
     eprintln!(
         "cancel: the search ended {latency:?} after the cancellation (it had run {} ms)",
         line["duration_ms"]
-    );
-    assert!(
-        latency < Duration::from_millis(200),
-        "the cancelled search ended {latency:?} after the cancellation"
     );
     assert_eq!(served.open_descriptors(), before, "descriptors left open");
     served.client.cancel().await.unwrap();
@@ -242,47 +241,65 @@ async fn without_a_progress_token_no_progress_is_sent() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let messages = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "search_text", "arguments": slow_search()}}),
-    ];
-    for message in messages {
+    let mut send = async |message: Value| {
         stdin
             .write_all(format!("{message}\n").as_bytes())
             .await
             .unwrap();
-    }
-    let mut seen = Vec::new();
-    let started = Instant::now();
-    let answer = loop {
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .await;
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    // The same search twice: without a token, then with one. The second
+    // shows the search is long enough to report progress, so the first
+    // one's silence is the missing token's doing, whatever the machine's
+    // speed.
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search_text", "arguments": slow_search()}}))
+    .await;
+    let without = progress_until_answer(&mut stdout, 2).await;
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "search_text", "arguments": slow_search(),
+                           "_meta": {"progressToken": "with-token"}}}))
+    .await;
+    let with = progress_until_answer(&mut stdout, 3).await;
+    assert!(without.is_empty(), "progress without a token: {without:?}");
+    assert!(!with.is_empty(), "no progress even with a token");
+    assert!(
+        with.iter()
+            .all(|p| p["params"]["progressToken"] == "with-token"),
+        "{with:?}"
+    );
+    eprintln!(
+        "progress: none without a token, {} reports with one",
+        with.len()
+    );
+}
+
+/// Reads the raw client's stdout until the answer to request `id`, which
+/// must be a success; the progress notifications seen on the way.
+async fn progress_until_answer(
+    stdout: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+) -> Vec<Value> {
+    let mut progress = Vec::new();
+    loop {
         let line = tokio::time::timeout(TIMEOUT, stdout.next_line())
             .await
             .unwrap()
             .unwrap()
             .expect("the server closed stdout");
         let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            break message;
+        if message["id"] == id {
+            assert_eq!(message["result"]["isError"], json!(false), "{message}");
+            return progress;
         }
-        seen.push(message);
-    };
-    let took = started.elapsed();
-    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
-    let progress: Vec<&Value> = seen
-        .iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .collect();
-    assert!(
-        progress.is_empty(),
-        "progress without a token: {progress:?}"
-    );
-    // The search took long enough that progress would have been sent.
-    assert!(
-        took > Duration::from_millis(500),
-        "the search took only {took:?}"
-    );
+        if message["method"] == "notifications/progress" {
+            progress.push(message);
+        }
+    }
 }
