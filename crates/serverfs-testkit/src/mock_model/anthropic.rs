@@ -16,10 +16,15 @@ pub(crate) fn stream(reply: &Reply, n: u64, model: &str) -> Vec<Event> {
             json!({"type": "text_delta", "text": text}),
             "end_turn",
         ),
-        Reply::ToolCall { name, arguments } => (
+        Reply::ToolCall {
+            name,
+            namespace,
+            arguments,
+        } => (
             // Arguments arrive as `input_json_delta` fragments; one fragment
             // holding the whole JSON is a valid split.
-            json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}),
+            json!({"type": "tool_use", "id": format!("toolu_{n}"),
+                "name": tool_name(name, namespace.as_deref()), "input": {}}),
             json!({"type": "input_json_delta", "partial_json": arguments.to_string()}),
             "tool_use",
         ),
@@ -65,14 +70,27 @@ pub(crate) fn stream(reply: &Reply, n: u64, model: &str) -> Vec<Event> {
     ]
 }
 
+/// A tool call's name in a dialect without namespaces:
+/// `<namespace>__<name>`, or the name alone.
+fn tool_name(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}__{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// The status and JSON body of a non-streaming reply (`stream` absent or
 /// false; Claude Code sends a few such side requests).
 pub(crate) fn message(reply: &Reply, n: u64, model: &str) -> (u16, Value) {
     let (content, stop_reason) = match reply {
         Reply::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
-        Reply::ToolCall { name, arguments } => (
-            json!([{"type": "tool_use", "id": format!("toolu_{n}"), "name": name,
-                "input": arguments}]),
+        Reply::ToolCall {
+            name,
+            namespace,
+            arguments,
+        } => (
+            json!([{"type": "tool_use", "id": format!("toolu_{n}"),
+                "name": tool_name(name, namespace.as_deref()), "input": arguments}]),
             "tool_use",
         ),
         Reply::Fail { code, message } => {

@@ -43,16 +43,23 @@ pub(crate) fn events(reply: &Reply, n: u64) -> Vec<Event> {
                 completed,
             ]
         }
-        Reply::ToolCall { name, arguments } => vec![
-            created,
-            output_item(
-                "response.output_item.done",
-                // The API carries arguments as a JSON string, not an object.
-                json!({"type": "function_call", "call_id": format!("call_{n}"),
-                    "name": name, "arguments": arguments.to_string()}),
-            ),
-            completed,
-        ],
+        Reply::ToolCall {
+            name,
+            namespace,
+            arguments,
+        } => {
+            // The API carries arguments as a JSON string, not an object.
+            let mut call = json!({"type": "function_call", "call_id": format!("call_{n}"),
+                "name": name, "arguments": arguments.to_string()});
+            if let Some(namespace) = namespace {
+                call["namespace"] = json!(namespace);
+            }
+            vec![
+                created,
+                output_item("response.output_item.done", call),
+                completed,
+            ]
+        }
         Reply::Fail { code, message } => vec![
             created,
             Event {

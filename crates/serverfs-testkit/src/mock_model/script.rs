@@ -16,8 +16,14 @@ pub enum Reply {
     /// its next request, which then counts as one more tool result.
     ToolCall {
         /// The tool's name as the agent offered it (`exec_command` for
-        /// Codex, `Bash` for Claude Code).
+        /// Codex, `Bash` for Claude Code), within `namespace` when set.
         name: String,
+        /// The namespace the agent offered the tool in: Codex 0.171 offers
+        /// each MCP server's tools as one namespace `mcp__<server>`, and a
+        /// call names both. Responses sends it as the call's `namespace`;
+        /// Anthropic has no namespaces and gets `<namespace>__<name>`, the
+        /// name Claude Code gives the same MCP tool.
+        namespace: Option<String>,
         /// The tool's arguments. Responses carries them as a JSON *string*
         /// (`arguments`), Anthropic as one `input_json_delta`; both are
         /// serialized from this value.
@@ -49,6 +55,19 @@ impl Reply {
     pub fn tool_call(name: impl Into<String>, arguments: Value) -> Reply {
         Reply::ToolCall {
             name: name.into(),
+            namespace: None,
+            arguments,
+        }
+    }
+
+    /// A call of the tool `tool` of the MCP server the agent knows as
+    /// `server`, named as each dialect's client names it: Codex's namespace
+    /// `mcp__<server>` and `tool`, or Claude Code's
+    /// `mcp__<server>__<tool>`.
+    pub fn mcp_tool_call(server: &str, tool: impl Into<String>, arguments: Value) -> Reply {
+        Reply::ToolCall {
+            name: tool.into(),
+            namespace: Some(format!("mcp__{server}")),
             arguments,
         }
     }

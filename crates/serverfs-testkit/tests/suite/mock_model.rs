@@ -349,6 +349,47 @@ fn anthropic_tool_use_then_text_after_tool_result() {
 }
 
 #[test]
+fn an_mcp_tool_call_is_named_as_each_client_names_it() {
+    let script = Script::new().on(
+        "read-it",
+        Reply::mcp_tool_call("serverfs", "read_text_file", json!({"path": "a"})),
+        Reply::text("DONE"),
+    );
+    let model = MockModel::start(script).unwrap();
+    // Codex: the server's namespace beside the tool's own name.
+    let codex = post(
+        model.addr(),
+        "/v1/responses",
+        &responses(vec![user("read-it")]),
+    )
+    .events();
+    assert_eq!(
+        codex[1].json()["item"],
+        json!({"type": "function_call", "call_id": "call_1", "name": "read_text_file",
+            "namespace": "mcp__serverfs", "arguments": "{\"path\":\"a\"}"})
+    );
+    // Claude Code: one name, `mcp__<server>__<tool>`.
+    let prompt = json!({"role": "user", "content": "read-it"});
+    let claude = post(
+        model.addr(),
+        "/v1/messages",
+        &messages(json!([prompt]), true),
+    )
+    .events();
+    assert_eq!(
+        claude[1].json()["content_block"]["name"],
+        "mcp__serverfs__read_text_file"
+    );
+    let reply = post(
+        model.addr(),
+        "/v1/messages",
+        &messages(json!([prompt]), false),
+    )
+    .json();
+    assert_eq!(reply["content"][0]["name"], "mcp__serverfs__read_text_file");
+}
+
+#[test]
 fn anthropic_failure_is_an_error_event_or_status() {
     let model =
         MockModel::start(Script::new().fallback(Reply::fail("overloaded_error", "busy"))).unwrap();

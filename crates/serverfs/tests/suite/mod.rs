@@ -2,6 +2,7 @@ mod agent_lease;
 mod agent_tools;
 mod binary;
 mod claude_e2e;
+mod clients_e2e;
 mod codex_e2e;
 mod concurrency;
 mod config_errors;
