@@ -26,6 +26,11 @@
 //!   for `Optional[T]`, so every Python client meets it daily — with the
 //!   value constraints inside the non-null branch and the annotations
 //!   (`description`, `default`) outside.
+//! - a schema with no validation keyword at all (`{}` or only a
+//!   `description`: schemars' spelling of a free-form `serde_json::Value`,
+//!   such as an agent's tool input in an approval) spells out what it
+//!   accepts, `anyOf` each JSON type: MCP Inspector 2.12 reports the bare
+//!   form as a schema that constrains nothing.
 //!
 //! The rewrite is structural: it follows the keywords that hold
 //! subschemas, so a property that happens to be *named* `format` or
@@ -163,6 +168,21 @@ fn rewrite(schema: &mut Map<String, Value>, used: SchemaUse, optional_input: boo
     } else {
         split_nullable_type(schema);
     }
+    if schema.keys().all(|key| ANNOTATIONS.contains(&key.as_str())) {
+        schema.insert("anyOf".to_owned(), any_json_value());
+    }
+}
+
+/// Every JSON value, one `type` per branch.
+fn any_json_value() -> Value {
+    json!([
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ])
 }
 
 fn rewrite_value(value: &mut Value, used: SchemaUse, optional_input: bool) {
@@ -316,6 +336,33 @@ mod tests {
                     "format": {"type": "string", "description": "a property named format"},
                 },
                 "required": ["size", "items", "format"],
+            })
+        );
+    }
+
+    #[test]
+    fn free_form_values_say_they_take_any_json_value() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {
+                "input": {"description": "the tool's input, as the agent gave it"},
+                "details": {},
+                "named": {"$ref": "#/$defs/X"},
+            },
+            "$defs": {"X": {"type": "object"}},
+        }));
+        let any = any_json_value();
+        assert_eq!(
+            Value::Object(portable(schema, SchemaUse::Output)),
+            json!({
+                "type": "object",
+                "properties": {
+                    "input": {"description": "the tool's input, as the agent gave it",
+                              "anyOf": any},
+                    "details": {"anyOf": any},
+                    "named": {"$ref": "#/$defs/X"},
+                },
+                "$defs": {"X": {"type": "object"}},
             })
         );
     }

@@ -72,6 +72,18 @@ const ONE: &[&str] = &[
     "else",
 ];
 const LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+
+/// Keywords that annotate a schema without constraining its values.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
 const MAPS: &[&str] = &[
     "properties",
     "patternProperties",
@@ -158,6 +170,11 @@ fn check_one(root: &Value, schema: &Map<String, Value>, at: &str, found: &mut Ve
         }
         _ => Vec::new(),
     };
+    if schema.keys().all(|key| ANNOTATIONS.contains(&key.as_str())) {
+        // MCP Inspector 2.12 (`tools/list --strict`) reports a schema that
+        // constrains nothing.
+        found.push(format!("{at}: no validation keyword (accepts any value)"));
+    }
     if schema.contains_key("nullable") {
         found.push(format!(
             "{at}: OpenAPI `nullable` (not JSON Schema; strict validators refuse it)"
@@ -235,6 +252,7 @@ fn the_checker_finds_each_trouble() {
             "count": {"type": "integer", "default": null},
             "any": true,
             "old": {"type": "string", "nullable": true},
+            "free": {"description": "anything"},
         },
         "anyOf": [{"required": ["limit"]}],
     });
@@ -249,6 +267,7 @@ fn the_checker_finds_each_trouble() {
         "/properties/mode: $ref \"#/$defs/Missing\" is not a local $defs entry",
         "/properties/old: OpenAPI `nullable` (not JSON Schema; strict validators refuse it)",
         "/properties/size: minimum without type integer or number",
+        "/properties/free: no validation keyword (accepts any value)",
         "/anyOf/0: required without type object",
     ];
     let mut found_sorted = found.clone();
