@@ -3,9 +3,9 @@
 //! testkit's scripted model on 127.0.0.1 (`serverfs_testkit::MockModel`:
 //! Anthropic Messages for Claude Code, OpenAI Responses for Codex); the
 //! Python SDK as a content-only client (`tests/python/content_client.py`,
-//! whose scripted model sees nothing but each result's `content`); and the
-//! TypeScript SDK compiling and checking every published schema
-//! (`tests/node/schema_probe.mjs`).
+//! whose scripted model sees nothing but each result's `content`); and MCP
+//! Inspector's CLI listing (with its schema-portability check) and calling
+//! every tool.
 //!
 //! Every model does the same flow: read the first page of a file, follow
 //! its `next_cursor`, search, and edit with the `revision` it was given.
@@ -15,10 +15,11 @@
 //! model read) and on the clients' stderr: no schema warning. Measured
 //! against a stub server whose schemas carry `format: "uint64"` and a
 //! nullable `type` array: Claude Code 2.1.197 (`-p`) and Codex 0.171
-//! (`exec`) print nothing about them, even when calling the tool, while the
-//! TypeScript SDK — the library MCP Inspector is built on — prints ajv's
-//! `unknown format "uint64" ignored …`; its probe is what makes the check
-//! bite, the others' stderr is checked all the same.
+//! (`exec`) print nothing about them, even when calling the tool, while MCP
+//! Inspector 2.12's CLI prints ajv's `unknown format "uint64" ignored …`
+//! when calling it and a portability warning for the `type` array with
+//! `tools/list --strict`: the Inspector is what makes the check bite, the
+//! others' stderr is checked all the same.
 //!
 //! The scripted models of Claude Code and Codex cannot read a reply: the
 //! cursor and revision they send are learnt beforehand through the test's
@@ -28,7 +29,7 @@
 //! out of the text it gets.
 //!
 //! Each client runs only when its variable names it
-//! (`SERVERFS_E2E_CLAUDE`, `SERVERFS_E2E_CODEX`, `SERVERFS_E2E_MCP_SDK`,
+//! (`SERVERFS_E2E_CLAUDE`, `SERVERFS_E2E_CODEX`, `SERVERFS_E2E_INSPECTOR`,
 //! `SERVERFS_E2E_PYTHON_SDK`); `scripts/e2e-clients.sh` installs the pinned
 //! packages and runs this suite.
 
@@ -430,7 +431,22 @@ async fn codex_over_http_with_a_bearer_token() {
 /// The directory holding the pinned Python SDK (`mcp`), or `None` (with
 /// a note) when not configured.
 fn python_sdk() -> Option<PathBuf> {
-    sdk_dir("SERVERFS_E2E_PYTHON_SDK")
+    const VARIABLE: &str = "SERVERFS_E2E_PYTHON_SDK";
+    match std::env::var_os(VARIABLE) {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            assert!(
+                dir.is_absolute() && dir.is_dir(),
+                "{VARIABLE}={} is not an absolute path to a directory",
+                dir.display()
+            );
+            Some(dir)
+        }
+        None => {
+            eprintln!("skipped: set {VARIABLE} (scripts/e2e-clients.sh does)");
+            None
+        }
+    }
 }
 
 async fn python_flow(sdk: &Path, transport: Transport) {
@@ -500,102 +516,128 @@ async fn python_sdk_content_only_over_http_with_a_bearer_token() {
     python_flow(&sdk, Transport::Http).await;
 }
 
-// ---- The TypeScript SDK: schema warnings -----------------------------------
+// ---- MCP Inspector: schema warnings ---------------------------------------
 
-/// The `node_modules` holding `@modelcontextprotocol/sdk`, or `None` (with
-/// a note) when not configured.
-fn typescript_sdk() -> Option<PathBuf> {
-    sdk_dir("SERVERFS_E2E_MCP_SDK")
+fn inspector() -> Option<PathBuf> {
+    agent_cli("SERVERFS_E2E_INSPECTOR", "scripts/e2e-clients.sh")
 }
 
-/// The SDK directory `variable` names, or `None` (with a note) when unset.
-fn sdk_dir(variable: &str) -> Option<PathBuf> {
-    match std::env::var_os(variable) {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            assert!(
-                dir.is_absolute() && dir.is_dir(),
-                "{variable}={} is not an absolute path to a directory",
-                dir.display()
-            );
-            Some(dir)
-        }
-        None => {
-            eprintln!("skipped: set {variable} (scripts/e2e-clients.sh does)");
-            None
-        }
-    }
-}
-
-/// Runs `tests/node/schema_probe.mjs` against `serverfs serve <args>` with
-/// `env`, making `calls`; its transcript, after checking stderr is empty.
-async fn probe(sdk: &Path, args: &[&str], env: Value, calls: Value) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node/schema_probe.mjs");
-    let spec = json!({"command": binary(), "args": args, "env": env, "calls": calls});
-    let mut command = tokio::process::Command::new("node");
-    command.arg(script).arg(sdk).arg(spec.to_string());
-    let (stdout, stderr) = run("the TypeScript SDK client", command).await;
-    // Nothing at all: ajv's notes about unknown formats and strict-mode
-    // findings are its only output there.
-    assert_eq!(stderr, "", "the TypeScript SDK complained");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not a transcript ({e}): {stdout}"))
+/// `mcp-inspector --cli ARGS` to its end: its stdout as JSON, after
+/// checking it said nothing on stderr but the served ServerFS's own log
+/// lines (a stdio server's stderr is the Inspector's). Anything else there
+/// is the Inspector's complaint: ajv's `unknown format … ignored` when a
+/// call compiles an outputSchema, a schema-portability report for
+/// `tools/list --strict`, a result its outputSchema refuses.
+async fn inspect(inspector: &Path, args: &[&str]) -> Value {
+    let mut command = tokio::process::Command::new(inspector);
+    command.arg("--cli").args(args);
+    let (stdout, stderr) = run("MCP Inspector", command).await;
+    let complaints: Vec<&str> = stderr
+        .lines()
+        .filter(|line| {
+            serde_json::from_str::<Value>(line).map_or(true, |log| {
+                log["event"].as_str().is_none() || log["level"].is_null()
+            })
+        })
+        .collect();
+    assert!(
+        complaints.is_empty(),
+        "MCP Inspector complained about {args:?}:\n{}",
+        complaints.join("\n")
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
 #[tokio::test]
-async fn the_typescript_sdk_compiles_and_checks_every_schema_silently() {
-    let Some(sdk) = typescript_sdk() else { return };
+async fn the_mcp_inspector_lists_and_calls_every_tool_without_a_warning() {
+    let Some(inspector) = inspector() else { return };
     let t = TempWorkdir::new();
     t.file("notes.txt", "one\ntwo\n");
     t.file("blob.bin", "\u{0}\u{1}");
     let spec = format!("demo={}:rw", t.root().display());
-    let calls = json!([
-        {"name": "list_workdirs", "arguments": {}},
-        {"name": "list_directory", "arguments": {"workdir": "demo"}},
-        {"name": "stat_file", "arguments": {"workdir": "demo", "path": "notes.txt"}},
-        {"name": "read_text_file", "arguments": {"workdir": "demo", "path": "notes.txt"}},
-        {"name": "find_files", "arguments": {"workdir": "demo", "pattern": "*.txt"}},
-        {"name": "search_text", "arguments": {"workdir": "demo", "query": "two",
-                                              "context_lines": 1}},
-        {"name": "create_text_file", "arguments": {"workdir": "demo", "path": "new.txt",
-                                                   "content": "x"}},
-        {"name": "create_directory", "arguments": {"workdir": "demo", "path": "d"}},
-        {"name": "download_binary_file", "arguments": {"workdir": "demo", "path": "blob.bin"}},
-        {"name": "upload_binary_file", "arguments": {"workdir": "demo", "path": "up.bin",
-                                                     "data_base64": "AAE="}},
-    ]);
-    let files = probe(
-        &sdk,
-        &["serve", "--workdir", &spec],
-        json!({"SERVERFS_BINARY_TRANSFER_ENABLED": "true"}),
-        calls.clone(),
-    )
-    .await;
-    assert_eq!(files["tools"].as_array().unwrap().len(), 13, "{files}");
-    for result in files["results"].as_array().unwrap() {
-        // A structuredContent its outputSchema refused would be an error.
-        assert_eq!(result["isError"], false, "{result}");
-    }
+    let files = [
+        "-e",
+        "SERVERFS_BINARY_TRANSFER_ENABLED=true",
+        binary(),
+        "serve",
+        "--workdir",
+        &spec,
+    ];
+    let list = ["--method", "tools/list", "--strict"];
+    let listed = inspect(&inspector, &[&files[..], &list].concat()).await;
     assert_eq!(
-        files["results"].as_array().unwrap().len(),
-        calls.as_array().unwrap().len()
+        listed["tools"].as_array().map(Vec::len),
+        Some(13),
+        "{listed}"
     );
 
-    // The agent surface: listing compiles the Bridge results' schemas (no
-    // Bridge needs to run for that).
-    let env = crate::common::bridge::AgentEnv::builder().build();
-    let config = env.root().join("serverfs.toml");
-    let agents = probe(
-        &sdk,
-        &["serve", "--config", config.to_str().unwrap()],
-        json!({}),
-        json!([]),
+    // Each call makes the Inspector compile that tool's outputSchema and
+    // check the result against it.
+    let calls: [(&str, &[&str]); 10] = [
+        ("list_workdirs", &[]),
+        ("list_directory", &["workdir=demo"]),
+        ("stat_file", &["workdir=demo", "path=notes.txt"]),
+        ("read_text_file", &["workdir=demo", "path=notes.txt"]),
+        ("find_files", &["workdir=demo", "pattern=*.txt"]),
+        (
+            "search_text",
+            &["workdir=demo", "query=two", "context_lines=1"],
+        ),
+        (
+            "create_text_file",
+            &["workdir=demo", "path=new.txt", "content=x"],
+        ),
+        ("create_directory", &["workdir=demo", "path=d"]),
+        ("download_binary_file", &["workdir=demo", "path=blob.bin"]),
+        (
+            "upload_binary_file",
+            &["workdir=demo", "path=up.bin", "data_base64=AAE="],
+        ),
+    ];
+    for (tool, arguments) in calls {
+        let mut args = files.to_vec();
+        args.extend(["--method", "tools/call", "--tool-name", tool]);
+        if !arguments.is_empty() {
+            args.push("--tool-arg");
+            args.extend(arguments);
+        }
+        let result = inspect(&inspector, &args).await;
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+    }
+    assert!(t.root().join("up.bin").is_file() && t.root().join("d").is_dir());
+
+    // Over HTTP with a bearer token, as docs/clients.md configures it.
+    let tokens = tempfile::tempdir().unwrap();
+    let file = tokens.path().join("tokens.json");
+    let token = create_token(&file, "inspector");
+    let server = HttpServe::start(
+        &["--workdir", &spec],
+        &[("SERVERFS_TOKEN_FILE", file.to_str().unwrap())],
     )
     .await;
+    let header = format!("Authorization: Bearer {token}");
+    let http = [&server.url, "--transport", "http", "--header", &header];
+    let listed = inspect(&inspector, &[&http[..], &list].concat()).await;
+    assert_eq!(
+        listed["tools"].as_array().map(Vec::len),
+        Some(11),
+        "{listed}"
+    );
+    drop(server);
+
+    // The agent surface's schemas (listing needs no Bridge running).
+    let env = crate::common::bridge::AgentEnv::builder().build();
+    let config = env.root().join("serverfs.toml");
+    // By SERVERFS_CONFIG: the Inspector takes --config for itself.
+    let config = format!("SERVERFS_CONFIG={}", config.display());
+    let agents = ["-e", &config, binary(), "serve"];
+    let listed = inspect(&inspector, &[&agents[..], &list].concat()).await;
     assert!(
-        agents["tools"]
+        listed["tools"]
             .as_array()
-            .unwrap()
-            .contains(&json!("get_agent_task")),
-        "{agents}"
+            .into_iter()
+            .flatten()
+            .any(|t| t["name"] == "get_agent_task"),
+        "{listed}"
     );
 }
