@@ -227,21 +227,19 @@ impl<T: ModelText> ToolOutput for T {
     }
 }
 
-/// A download: the bytes as one embedded blob resource (never duplicated
-/// as text), the metadata as structured content. No text block: the
-/// shared test helpers still expect one content block here (issue 17 notes
-/// the change they need before the metadata can be repeated as text).
+/// A download: the metadata as structured content and as the text block
+/// (the offset, `has_more` and revision a content-only client needs to ask
+/// for the next range), then the bytes as one embedded blob resource,
+/// never duplicated as text.
 impl ToolOutput for Download {
     type Structured = DownloadBinaryFileResult;
 
-    fn into_tool_result(self, _text: TextContent) -> Result<CallToolResult, ToolError> {
+    fn into_tool_result(self, text: TextContent) -> Result<CallToolResult, ToolError> {
         let uri = resource::uri(&self.meta.workdir, &self.meta.path);
         let blob = ResourceContents::blob(BASE64.encode(&self.data), uri)
             .with_mime_type(self.meta.mime_type.clone());
-        let value = serde_json::to_value(&self.meta)
-            .map_err(|e| ToolError::internal(format!("result did not serialize: {e}")))?;
-        let mut out = CallToolResult::success(vec![ContentBlock::resource(blob)]);
-        out.structured_content = Some(value);
+        let mut out = self.meta.into_tool_result(text)?;
+        out.content.push(ContentBlock::resource(blob));
         Ok(out)
     }
 }

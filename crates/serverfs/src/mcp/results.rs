@@ -462,6 +462,21 @@ impl ModelText for DeleteDirectoryResult {
     }
 }
 
+impl ModelText for DownloadBinaryFileResult {
+    fn summary(&self) -> String {
+        let end = self.offset + self.bytes_returned;
+        let more = if self.has_more {
+            format!("; more from offset {end}")
+        } else {
+            String::new()
+        };
+        format!(
+            "{}:{} bytes {}..{end} of {} ({}, sha256 {}) in the blob resource{more}",
+            self.workdir, self.path, self.offset, self.size, self.mime_type, self.sha256
+        )
+    }
+}
+
 impl ModelText for UploadBinaryFileResult {
     fn summary(&self) -> String {
         let verb = if self.replaced { "replaced" } else { "created" };

@@ -135,8 +135,15 @@ async fn download(server: &Server, args: Value) -> Download {
         .clone()
         .expect("structured content");
     server.assert_matches_output_schema("download_binary_file", &meta);
-    assert_eq!(result.content.len(), 1, "exactly one content block");
-    let block = serde_json::to_value(&result.content[0]).unwrap();
+    // The metadata as text first (for clients that pass the model only
+    // `content`), then the bytes, once.
+    assert_eq!(result.content.len(), 2, "a text and a resource block");
+    let text = result.content[0].as_text().expect("a text block first");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text.text).expect("the metadata as JSON"),
+        meta
+    );
+    let block = serde_json::to_value(&result.content[1]).unwrap();
     assert_eq!(block["type"], "resource", "{block}");
     let resource = block["resource"].clone();
     let mut keys: Vec<&str> = resource

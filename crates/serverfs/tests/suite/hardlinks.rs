@@ -77,7 +77,7 @@ async fn content_reads(server: &Server, w: &str) -> Vec<(&'static str, Result<St
                 .unwrap()
                 .to_owned())
         } else {
-            let block = serde_json::to_value(&result.content[0]).unwrap();
+            let block = serde_json::to_value(result.content.last().unwrap()).unwrap();
             let bytes = STANDARD
                 .decode(block["resource"]["blob"].as_str().unwrap())
                 .unwrap();

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use serverfs_testkit::TempWorkdir;
 
 use crate::common::Server;
-use crate::common::agent::{submit, wait_status, wait_until};
+use crate::common::agent::{start_long_task, submit, wait_event, wait_status, wait_until};
 use crate::common::bridge::AgentEnv;
 
 /// The first text block of `result`.
@@ -279,6 +279,16 @@ async fn mutations_carry_the_revisions_and_diffs_the_next_call_needs() {
         &["revision", "sha256"],
     )
     .await;
+    // A download's bytes are a blob resource after the text; the text
+    // carries where the next range starts.
+    carries(
+        &server,
+        "download_binary_file",
+        json!({"workdir": "demo", "path": "blob.bin", "max_bytes": 3}),
+        None,
+        &["revision", "offset", "bytes_returned", "has_more", "size"],
+    )
+    .await;
 
     // Errors: the code leads the text.
     let result = server
@@ -380,6 +390,89 @@ async fn agent_results_carry_ids_pending_requests_and_responses() {
     .await;
     assert_eq!(body, chunk["text"].as_str().unwrap());
     assert_eq!(chunk["eof"], false);
+
+    // The catalogue, a question, a steering message and a cancel.
+    carries(
+        &server,
+        "list_agent_runtimes",
+        json!({}),
+        None,
+        &["runtimes"],
+    )
+    .await;
+    carries(
+        &server,
+        "list_agent_models",
+        json!({"runtime": "fake"}),
+        None,
+        &["runtime", "models"],
+    )
+    .await;
+    let asking = submit(&server, "fake: question Which colour?").await;
+    let view = wait_status(&server, &asking, "waiting_for_question").await;
+    carries(
+        &server,
+        "answer_agent_question",
+        json!({"task_id": asking, "request_id": view["pending_request_id"],
+               "answers": [{"question_id": "q1", "selected_option_ids": ["b"]}]}),
+        None,
+        &["resolved", "request_id"],
+    )
+    .await;
+    // One agent writer per workdir at a time.
+    wait_status(&server, &asking, "succeeded").await;
+    let steered = submit(&server, "fake: steer").await;
+    wait_event(&server, &steered, "turn.started").await;
+    carries(
+        &server,
+        "send_agent_message",
+        json!({"task_id": steered, "message": "turn left"}),
+        None,
+        &["accepted", "task_id"],
+    )
+    .await;
+    wait_status(&server, &steered, "succeeded").await;
+    let long = start_long_task(&server).await;
+    carries(
+        &server,
+        "cancel_agent_task",
+        json!({"task_id": long}),
+        None,
+        &["status", "task_id"],
+    )
+    .await;
+}
+
+/// Every published tool is checked by a [`carries`] call in this file, so
+/// a new tool cannot ship without its text block being checked: the tool
+/// names come from the committed `tools/list` fixtures, the checked ones
+/// from the first string literal of each `carries(` call here.
+#[test]
+fn every_tool_has_its_text_checked() {
+    let source = include_str!("model_text.rs");
+    let checked: std::collections::BTreeSet<&str> = source
+        .split("carries(")
+        .skip(1)
+        .filter_map(|call| call.split('"').nth(1))
+        .collect();
+    let fixtures = [
+        include_str!("../fixtures/tools_list_binary.json"),
+        include_str!("../fixtures/tools_list_agent.json"),
+    ];
+    let mut unchecked = Vec::new();
+    for fixture in fixtures {
+        let tools: Vec<Value> = serde_json::from_str(fixture).unwrap();
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap().to_owned();
+            if !checked.contains(name.as_str()) && !unchecked.contains(&name) {
+                unchecked.push(name);
+            }
+        }
+    }
+    assert!(
+        unchecked.is_empty(),
+        "tools whose text block no test checks: {unchecked:?}"
+    );
 }
 
 /// The text block against the structured JSON (compact, as sent) for a
