@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::{Future, pending};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -95,16 +96,17 @@ struct Registered<T> {
 
 /// The turns one adapter is running, by task id.
 pub struct TurnRegistry<T> {
-    /// The runtime's name, for the client-safe messages below.
-    runtime: &'static str,
+    /// The runtime's name, for the client-safe messages below: a native
+    /// runtime's constant, or an operator-configured ACP profile's name.
+    runtime: Cow<'static, str>,
     inner: Mutex<Registered<T>>,
 }
 
 impl<T> TurnRegistry<T> {
     /// An empty, open registry for the runtime `runtime`.
-    pub fn new(runtime: &'static str) -> Self {
+    pub fn new(runtime: impl Into<Cow<'static, str>>) -> Self {
         TurnRegistry {
-            runtime,
+            runtime: runtime.into(),
             inner: Mutex::new(Registered {
                 closed: false,
                 turns: HashMap::new(),
@@ -212,7 +214,7 @@ impl<T> Registration<'_, T> {
     /// turn that completed completed, stop or not.
     pub fn outcome(self, result: Result<String, AgentError>, native: NativeIds) -> TurnOutcome {
         let stopped = self.turn.stop_reason();
-        let runtime = self.registry.runtime;
+        let runtime = self.registry.runtime.clone();
         drop(self);
         match (result, stopped) {
             (Ok(text), _) => TurnOutcome::completed(text, native),
