@@ -15,6 +15,8 @@
 //! - [`mock_stream_json`]: scripted fake `claude` and `qodercli` CLIs
 //!   (the `fake-claude` and `fake-qodercli` binaries) speaking the
 //!   stream-json control protocol.
+//! - [`mock_acp`]: a scripted ACP agent (the `fake-acp` binary) for
+//!   hermetic tests of the Bridge's generic ACP runtime.
 //! - [`bridge`]: the real Agent Bridge as a black box (configuration,
 //!   daemon, socket clients, leases and guards), for every crate's tests.
 //! - [`host`]: a recording, scripted [`serverfs_agent_runtime::Host`] for
@@ -29,6 +31,7 @@ pub mod bridge;
 pub mod cgroup;
 mod deadline;
 pub mod host;
+pub mod mock_acp;
 pub mod mock_codex;
 mod mock_model;
 pub mod mock_stream_json;
