@@ -946,6 +946,16 @@ pub fn guards(setup: &Setup) -> Vec<(String, Option<i32>)> {
         .collect()
 }
 
+/// Waits until the MCP side may mutate `demo` again and no recovery guard
+/// is left: the provider of the task ended `after` is proven stopped.
+pub fn wait_workdir_free(setup: &Setup, after: &str) {
+    poll(
+        WAIT,
+        &format!("the workdir to be free after {after}"),
+        || (mcp_mutation(setup).is_ok() && guards(setup).is_empty()).then_some(()),
+    );
+}
+
 /// How long an orphaned process group may take to disappear: once killed,
 /// its members are zombies until init reaps them, which a lazy init (as in
 /// some containers and VMs) does only every few seconds.

@@ -5,10 +5,10 @@
 //!   sockets, hard links), plus a sibling "outside" directory holding a
 //!   secret that no read may ever return.
 //! - [`MockModel`]: a scripted model endpoint on 127.0.0.1 speaking the
-//!   OpenAI Responses and Anthropic Messages wire formats, so real agent
-//!   CLIs (Codex, Claude Code) run offline; a [`Script`] of [`Rule`]s
-//!   decides each [`Reply`], and every request is recorded
-//!   ([`RecordedRequest`]) for assertions.
+//!   OpenAI Responses, OpenAI Chat Completions and Anthropic Messages wire
+//!   formats, so real agent CLIs (Codex, Claude Code, OpenCode) run
+//!   offline; a [`Script`] of [`Rule`]s decides each [`Reply`], and every
+//!   request is recorded ([`RecordedRequest`]) for assertions.
 //! - [`mock_codex`]: a scripted Codex App Server (the `mock-codex` binary
 //!   over stdio or a WebSocket daemon, and the in-process
 //!   [`MockCodexDaemon`]) for hermetic tests of the Bridge's Codex adapter.

@@ -829,12 +829,84 @@ pub fn bridge_setup(profiles: &[Profile]) -> crate::bridge::Setup {
         .agent("acp_profiles", &format!("[{}]", tables.join(", ")))
 }
 
+/// One run of the fake, from its log: its argv and environment, and every
+/// message it read.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The arguments it was started with.
+    pub argv: Vec<String>,
+    /// Its whole environment.
+    pub env: serde_json::Map<String, Value>,
+    /// The messages it read, in order.
+    pub received: Vec<Value>,
+    /// The pids of the `child` scenario's shell.
+    pub children: Vec<u32>,
+    /// The requests it refused as malformed client traffic
+    /// (`initialize`, `session/new`).
+    pub refused: Vec<String>,
+}
+
+impl Run {
+    /// The methods of the messages it read (`-` for an answer).
+    pub fn methods(&self) -> Vec<&str> {
+        self.received
+            .iter()
+            .map(|message| message["method"].as_str().unwrap_or("-"))
+            .collect()
+    }
+
+    /// The params of the first message it read with `method`.
+    pub fn params(&self, method: &str) -> Option<&Value> {
+        self.received
+            .iter()
+            .find(|message| message["method"] == method)
+            .map(|message| &message["params"])
+    }
+
+    /// The answers it read (messages without a method), in order.
+    pub fn answers(&self) -> Vec<&Value> {
+        self.received
+            .iter()
+            .filter(|message| message.get("method").is_none())
+            .collect()
+    }
+}
+
+/// The fake's runs under `home`, in order.
+///
+/// # Panics
+///
+/// On an unreadable log.
+pub fn runs(home: &Path) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for entry in read_log(home) {
+        if let Some(argv) = entry.get("argv") {
+            runs.push(Run {
+                argv: serde_json::from_value(argv.clone()).unwrap_or_default(),
+                env: entry["env"].as_object().cloned().unwrap_or_default(),
+                received: Vec::new(),
+                children: Vec::new(),
+                refused: Vec::new(),
+            });
+        } else if let Some(run) = runs.last_mut() {
+            if let Some(message) = entry.get("received") {
+                run.received.push(message.clone());
+            } else if let Some(pid) = entry["child"].as_u64() {
+                run.children.extend(u32::try_from(pid).ok());
+            } else if let Some(what) = entry["refused"].as_str() {
+                run.refused.push(what.to_owned());
+            }
+        }
+    }
+    runs
+}
+
 /// Every entry of the fake's log under `home`, in order.
 ///
 /// # Panics
 ///
 /// On an unreadable log.
-pub fn read_log(home: &Path) -> Vec<Value> {
+fn read_log(home: &Path) -> Vec<Value> {
     match std::fs::read_to_string(log_path(home)) {
         Ok(text) => text
             .lines()
