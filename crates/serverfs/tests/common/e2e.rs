@@ -125,16 +125,27 @@ impl AgentRig {
 
     /// Answers the pending request of `view` with `decision`.
     pub async fn respond(&self, task: &str, view: &Value, decision: &str) {
-        self.server
-            .ok(
-                "respond_agent_approval",
-                json!({
-                    "task_id": task,
-                    "request_id": view["pending_request"]["request_id"],
-                    "decision": decision,
-                }),
-            )
-            .await;
+        self.respond_option(task, view, decision, None).await;
+    }
+
+    /// Answers the pending request of `view` with `decision` and, for a
+    /// request listing the agent's own options, the chosen `option_id`.
+    pub async fn respond_option(
+        &self,
+        task: &str,
+        view: &Value,
+        decision: &str,
+        option_id: Option<&str>,
+    ) {
+        let mut args = json!({
+            "task_id": task,
+            "request_id": view["pending_request"]["request_id"],
+            "decision": decision,
+        });
+        if let Some(option_id) = option_id {
+            args["option_id"] = json!(option_id);
+        }
+        self.server.ok("respond_agent_approval", args).await;
     }
 
     /// Waits until the agent has called the model (its turn is in flight).
