@@ -485,13 +485,13 @@ fn anthropic_side_endpoints() {
 #[test]
 fn unknown_routes_are_404_with_a_json_error_and_recorded() {
     let model = MockModel::start(Script::new()).unwrap();
-    let response = post(model.addr(), "/v1/chat/completions", &json!({"x": 1}));
+    let response = post(model.addr(), "/v1/completions", &json!({"x": 1}));
     assert_eq!(response.status, 404);
     assert_eq!(response.header("connection"), Some("close"));
     assert_eq!(
         response.json(),
         json!({"type": "error", "error": {"type": "not_found_error", "code": "not_found",
-            "message": "mock model: no route for POST /v1/chat/completions"}})
+            "message": "mock model: no route for POST /v1/completions"}})
     );
     // The right path with the wrong method is unknown too.
     assert_eq!(get(model.addr(), "/v1/responses").status, 404);
@@ -505,7 +505,7 @@ fn unknown_routes_are_404_with_a_json_error_and_recorded() {
         [
             (
                 "POST".to_owned(),
-                "/v1/chat/completions".to_owned(),
+                "/v1/completions".to_owned(),
                 json!({"x": 1})
             ),
             ("GET".to_owned(), "/v1/responses".to_owned(), Value::Null),
