@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
 };
 use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RpcFailure};
 use serverfs_agent_runtime::lines::{read_lines, write_lines};
-use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider};
+use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_with_stdio};
 use serverfs_agent_runtime::{AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand};
 use tokio::sync::mpsc;
 
@@ -116,14 +116,7 @@ impl Connection {
         timeout: Duration,
         shutdown: Duration,
     ) -> Result<Connection, AgentError> {
-        let mut child = spawn_provider(command, host, runtime).await?;
-        let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
-            let _stopped = child.terminate(STOP_GRACE).await;
-            return Err(AgentError::new(
-                BridgeErrorCode::AgentRuntimeNotReady,
-                format!("{runtime} has no stdio"),
-            ));
-        };
+        let (child, stdin, stdout) = spawn_with_stdio(command, host, runtime).await?;
         let (peer, incoming) = JsonRpcPeer::start(
             timeout,
             |mut router| async move {

@@ -87,8 +87,7 @@ use serverfs_agent_runtime::{
     ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
 };
 use serverfs_protocol::bridge::{
-    AgentProfile, CapabilityState, InFlightRecovery, ModelCatalog, ModelDiscovery, ReconcileStatus,
-    RuntimeInfo,
+    AgentProfile, CapabilityState, InFlightRecovery, ModelCatalog, ModelDiscovery, RuntimeInfo,
 };
 
 use self::connect::{Connection, request_failed};
@@ -459,12 +458,8 @@ impl Adapter for AcpAdapter {
         task_id: &'a str,
         _text: String,
     ) -> BoxFuture<'a, Result<(), AgentError>> {
-        let refused = self.turns.active(task_id).and_then(|_| {
-            Err(AgentError::provider(format!(
-                "live steering is not available for {}",
-                self.config.runtime
-            )))
-        });
+        // ACP v1 has no way to add to a running prompt turn.
+        let refused = self.turns.refuse_steering(task_id);
         Box::pin(async move { refused })
     }
 
@@ -481,25 +476,14 @@ impl Adapter for AcpAdapter {
         _task_id: &'a str,
         native: &'a NativeIds,
     ) -> BoxFuture<'a, ProviderState> {
-        // The Bridge owned the agent: it can only still run inside its
-        // recorded process group, which the core checks beside this
-        // answer. A recorded session is resumable when the agent can
-        // continue sessions at all (as last measured).
+        // A recorded session is resumable when the agent can continue
+        // sessions at all (as last measured).
         let continues = self
             .snapshot
             .get()
             .is_some_and(|measured| measured.continues_sessions());
-        let status = if native.session_id.is_some() && continues {
-            ReconcileStatus::SessionResumable
-        } else {
-            ReconcileStatus::NotRecoverable
-        };
-        Box::pin(async move {
-            ProviderState {
-                status,
-                provider_active: Some(false),
-            }
-        })
+        let state = ProviderState::bridge_owned(native.session_id.is_some() && continues);
+        Box::pin(async move { state })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

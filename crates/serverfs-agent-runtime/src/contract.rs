@@ -208,6 +208,21 @@ impl ProviderState {
         status: ReconcileStatus::Unknown,
         provider_active: None,
     };
+
+    /// What is known of a provider the Bridge owned (a child of its own,
+    /// one per task): it can only still run inside its recorded process
+    /// group, which the core checks beside this answer, so it is not active
+    /// otherwise; its session is `resumable` or nothing can be recovered.
+    pub const fn bridge_owned(resumable: bool) -> ProviderState {
+        ProviderState {
+            status: if resumable {
+                ReconcileStatus::SessionResumable
+            } else {
+                ReconcileStatus::NotRecoverable
+            },
+            provider_active: Some(false),
+        }
+    }
 }
 
 /// The core's side of a running task, handed to [`Adapter::run`].

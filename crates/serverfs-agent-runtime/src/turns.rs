@@ -164,6 +164,22 @@ impl<T> TurnRegistry<T> {
         })
     }
 
+    /// The answer of a runtime without live steering to a steering message
+    /// for `task_id`.
+    ///
+    /// # Errors
+    ///
+    /// Always: `AGENT_TASK_NOT_ACTIVE` when the task does not run here,
+    /// `AGENT_PROVIDER_ERROR` ("live steering is not available for …")
+    /// when it does.
+    pub fn refuse_steering(&self, task_id: &str) -> Result<(), AgentError> {
+        self.active(task_id)?;
+        Err(AgentError::provider(format!(
+            "live steering is not available for {}",
+            self.runtime
+        )))
+    }
+
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.lock().closed
@@ -405,6 +421,24 @@ mod tests {
             panic!("a closed registry runs nothing");
         };
         assert_eq!(closed.code, BridgeErrorCode::AgentRuntimeUnavailable);
+    }
+
+    #[test]
+    fn steering_is_refused_by_whether_the_task_runs() {
+        let registry = TurnRegistry::new("demo");
+        let Err(absent) = registry.refuse_steering("agt_1") else {
+            panic!("refused");
+        };
+        assert_eq!(absent.code, BridgeErrorCode::AgentTaskNotActive);
+        let Ok(_running) = registry.register("agt_1", ()) else {
+            panic!("registers");
+        };
+        assert_eq!(
+            registry.refuse_steering("agt_1"),
+            Err(AgentError::provider(
+                "live steering is not available for demo"
+            ))
+        );
     }
 
     #[tokio::test]

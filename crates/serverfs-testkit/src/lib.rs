@@ -31,6 +31,7 @@ pub mod bridge;
 pub mod cgroup;
 mod deadline;
 pub mod host;
+mod jsonl;
 pub mod mock_acp;
 pub mod mock_codex;
 mod mock_model;

@@ -58,7 +58,7 @@
 //! message read.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -106,7 +106,7 @@ pub fn run() -> ExitCode {
     let mut fake = Fake {
         log: home.as_deref().map(log_path),
         sessions: home.map(|home| home.join("fake-acp-sessions")),
-        incoming: spawn_reader(),
+        incoming: crate::jsonl::stdin_lines(),
         next_id: 0,
         model: None,
     };
@@ -120,20 +120,6 @@ pub fn run() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// Reads stdin lines on a thread, so the fake can wait with a timeout.
-fn spawn_reader() -> mpsc::Receiver<String> {
-    let (lines, incoming) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    incoming
 }
 
 type Step<T> = Result<T, String>;
@@ -163,15 +149,7 @@ struct Fake {
 
 impl Fake {
     fn log(&self, entry: &Value) {
-        let Some(path) = &self.log else { return };
-        let Ok(mut file) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        else {
-            return;
-        };
-        let _ = writeln!(file, "{entry}");
+        crate::jsonl::append(self.log.as_deref(), entry);
     }
 
     fn send(&self, message: &Value) {
@@ -907,14 +885,5 @@ pub fn runs(home: &Path) -> Vec<Run> {
 ///
 /// On an unreadable log.
 fn read_log(home: &Path) -> Vec<Value> {
-    match std::fs::read_to_string(log_path(home)) {
-        Ok(text) => text
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("bad log line {line}: {e}"))
-            })
-            .collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading the fake's log: {error}"),
-    }
+    crate::jsonl::read(&log_path(home), "the fake agent's log")
 }

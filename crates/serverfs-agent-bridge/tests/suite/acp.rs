@@ -326,17 +326,24 @@ fn a_handshake_the_bridge_cannot_use_fails_the_task() {
     bridge.wait_status(&task, "succeeded");
 }
 
-#[test]
-fn continuation_resumes_the_session_the_agent_remembers() {
-    let (bridge, setup) = start(Profile::new());
-    let first = submit(&bridge, "first prompt");
+/// Runs "first prompt", then a continuation of it asking the agent for
+/// the session's history, which must hold the first prompt; both task ids.
+fn first_then_history(bridge: &Daemon) -> (String, String) {
+    let first = submit(bridge, "first prompt");
     bridge.wait_status(&first, "succeeded");
     let second = submit_with(
-        &bridge,
+        bridge,
         json!({ "prompt": "history please", "continue_from_task_id": first }),
     );
     let view = bridge.wait_status(&second, "succeeded");
     assert_eq!(view["final_response"], "history:first prompt");
+    (first, second)
+}
+
+#[test]
+fn continuation_resumes_the_session_the_agent_remembers() {
+    let (bridge, setup) = start(Profile::new());
+    let (first, _) = first_then_history(&bridge);
     let runs = task_runs(&setup);
     assert_eq!(
         runs[1].methods(),
@@ -368,14 +375,7 @@ fn runs_without_new_session(setup: &Setup, skip: usize) -> bool {
 #[test]
 fn a_loaded_session_does_not_replay_into_the_new_task() {
     let (bridge, setup) = start(Profile::new().env("FAKE_ACP_SESSIONS", "load"));
-    let first = submit(&bridge, "first prompt");
-    bridge.wait_status(&first, "succeeded");
-    let second = submit_with(
-        &bridge,
-        json!({ "prompt": "history please", "continue_from_task_id": first }),
-    );
-    let view = bridge.wait_status(&second, "succeeded");
-    assert_eq!(view["final_response"], "history:first prompt");
+    let (_, second) = first_then_history(&bridge);
     assert_eq!(
         task_runs(&setup)[1].methods(),
         ["initialize", "session/load", "session/prompt"]

@@ -154,12 +154,7 @@ impl RuntimeRig for Fake {
     }
 
     fn start(&self) -> Running {
-        let setup = Setup::new();
-        Running {
-            bridge: setup.start_serving(),
-            beside: None,
-            setup,
-        }
+        Running::serving(Setup::new())
     }
 
     fn prompt(&self, script: Script) -> &'static str {
@@ -239,6 +234,21 @@ impl RuntimeRig for Codex {
     }
 }
 
+/// The prompt of the scripted fake CLIs and the fake ACP agent, which pick
+/// their scenario by the same keywords (`mock_stream_json`, `mock_acp`).
+fn keyword(script: Script) -> &'static str {
+    match script {
+        Script::Complete => "conformance",
+        Script::Approval => "approval",
+        Script::Question => "question",
+        Script::Steer => "steer",
+        Script::Wait => "wait",
+        Script::Withdraw => "withdraw",
+        Script::Fail => "error",
+        Script::Drop => "eof",
+    }
+}
+
 /// Claude Code or Qoder on the scripted fake CLI.
 struct StreamJson(Cli);
 
@@ -248,26 +258,11 @@ impl RuntimeRig for StreamJson {
     }
 
     fn start(&self) -> Running {
-        let setup = mock_stream_json::bridge_setup(self.0);
-        Running {
-            bridge: setup.start_serving(),
-            beside: None,
-            setup,
-        }
+        Running::serving(mock_stream_json::bridge_setup(self.0))
     }
 
     fn prompt(&self, script: Script) -> &'static str {
-        // The fake picks its scenario by keyword (`mock_stream_json`).
-        match script {
-            Script::Complete => "conformance",
-            Script::Approval => "approval",
-            Script::Question => "question",
-            Script::Steer => "steer",
-            Script::Wait => "wait",
-            Script::Withdraw => "withdraw",
-            Script::Fail => "error",
-            Script::Drop => "eof",
-        }
+        keyword(script)
     }
 
     fn completed_text(&self) -> &'static str {
@@ -298,26 +293,11 @@ impl RuntimeRig for Acp {
     }
 
     fn start(&self) -> Running {
-        let setup = mock_acp::bridge_setup(&[Profile::new()]);
-        Running {
-            bridge: setup.start_serving(),
-            beside: None,
-            setup,
-        }
+        Running::serving(mock_acp::bridge_setup(&[Profile::new()]))
     }
 
     fn prompt(&self, script: Script) -> &'static str {
-        // The fake picks its scenario by keyword (`mock_acp`).
-        match script {
-            Script::Complete => "conformance",
-            Script::Approval => "approval",
-            Script::Question => "question",
-            Script::Steer => "steer",
-            Script::Wait => "wait",
-            Script::Withdraw => "withdraw",
-            Script::Fail => "error",
-            Script::Drop => "eof",
-        }
+        keyword(script)
     }
 
     fn completed_text(&self) -> &'static str {
@@ -336,6 +316,15 @@ impl RuntimeRig for Acp {
 }
 
 impl Running {
+    /// A Bridge serving `setup`, with nothing beside it.
+    fn serving(setup: Setup) -> Running {
+        Running {
+            bridge: setup.start_serving(),
+            beside: None,
+            setup,
+        }
+    }
+
     /// Whether `runtime.list` says the rig's runtime has `capability`.
     fn runtime_can(&self, rig: &dyn RuntimeRig, capability: &str) -> bool {
         let runtimes = self.bridge.ok("runtime.list", json!({}));

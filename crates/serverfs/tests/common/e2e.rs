@@ -220,6 +220,29 @@ impl AgentRig {
         }
     }
 
+    /// Submits `prompt` (one the model answers only after a long pause),
+    /// cancels the task once the model was asked, and checks that no agent
+    /// process outlives the cancel and the workdir is writable again (the
+    /// writer lease is released once the provider is gone).
+    pub async fn cancel_mid_turn(&self, prompt: &str) {
+        let task = self.submit(json!({ "prompt": prompt })).await;
+        // The model has been asked: the turn is in flight.
+        self.model_asked().await;
+        assert!(
+            !self.agent_processes().is_empty(),
+            "no {} process seen",
+            self.process_name
+        );
+        let cancelled = self
+            .server
+            .ok("cancel_agent_task", json!({ "task_id": task }))
+            .await;
+        assert_eq!(cancelled["status"], "cancelled");
+        self.wait_no_agent_process("the cancel").await;
+        self.wait_writable("the cancel").await;
+        assert_eq!(self.task(&task).await["status"], "cancelled");
+    }
+
     /// Kills the Bridge mid-turn, checks the tools say so, waits for the
     /// agent to go with it, restarts the Bridge and checks the task was
     /// reconciled honestly (interrupted, never re-run) and the workdir is
