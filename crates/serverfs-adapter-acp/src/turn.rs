@@ -6,8 +6,9 @@
 //! cancellation of seed 002 §14 on the agent's side.
 
 use std::collections::HashSet;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
@@ -334,6 +335,12 @@ impl<'a> Turn<'a> {
         });
         let peer = Arc::clone(&self.peer);
         let mut prompt = std::pin::pin!(call(&peer, &request, bound));
+        // Polled once at once, so that the prompt is written now: a stop
+        // seen from here on always finds it sent, and cancels it, rather
+        // than cancelling nothing and writing the prompt afterwards.
+        if let Poll::Ready(answer) = poll_fn(|cx| Poll::Ready(prompt.as_mut().poll(cx))).await {
+            return self.ended(answer, Phase::Prompt).await;
+        }
         let mut phase = Phase::Prompt;
         let mut grace: Option<Instant> = None;
         loop {
