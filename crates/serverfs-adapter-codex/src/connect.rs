@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RpcFailure};
 use serverfs_agent_runtime::lines::{read_lines, write_lines};
-use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider};
+use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider, spawn_with_stdio};
 use serverfs_agent_runtime::{
     AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand, ProxyPolicy, StartDir,
 };
@@ -172,11 +172,7 @@ impl Connection {
             CodexTransport::Stdio => {
                 let mut command = config.command(cwd);
                 command.args(["app-server"]);
-                let mut child = spawn_provider(&command, host, "codex").await?;
-                let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
-                    let _stopped = child.terminate(STOP_GRACE).await;
-                    return Err(not_ready("codex app-server has no stdio"));
-                };
+                let (child, stdin, stdout) = spawn_with_stdio(&command, host, "codex").await?;
                 let (peer, incoming) = JsonRpcPeer::start(
                     timeout,
                     |mut router| async move {

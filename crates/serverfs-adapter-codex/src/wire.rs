@@ -501,9 +501,11 @@ pub struct ResolvedParams {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "method", content = "params")]
 pub enum ServerRequest {
-    /// Run a command?
+    /// Run a command? (Boxed: by far the largest variant, more so with
+    /// serde_json's order-preserving maps, which the workspace's ACP crate
+    /// turns on.)
     #[serde(rename = "item/commandExecution/requestApproval")]
-    CommandApproval(CommandApprovalParams),
+    CommandApproval(Box<CommandApprovalParams>),
     /// Apply file changes?
     #[serde(rename = "item/fileChange/requestApproval")]
     FileChangeApproval(FileChangeApprovalParams),

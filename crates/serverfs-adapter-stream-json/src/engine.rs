@@ -20,7 +20,7 @@ use serverfs_agent_runtime::{
     scrub_credentials,
 };
 use serverfs_protocol::bridge::{
-    AgentProfile, CatalogStatus, EventPayload, ModelCatalog, ModelInfo, ReconcileStatus,
+    AgentProfile, CatalogStatus, EventPayload, ModelCatalog, ModelInfo,
 };
 
 use crate::flavor::{CatalogSource, Flavor, ProxyDelivery, TurnArgs, version_of};
@@ -485,7 +485,7 @@ impl Turn<'_> {
         let id = request.request_id.clone();
         self.serving.serve(request.request_id, async move {
             let can_use_tool = match CliRequest::decode(request.request) {
-                Ok(CliRequest::CanUseTool(can_use_tool)) => can_use_tool,
+                Ok(CliRequest::CanUseTool(can_use_tool)) => *can_use_tool,
                 Ok(CliRequest::Unsupported) => {
                     return answers.refuse(&id, "unsupported request");
                 }
@@ -596,12 +596,7 @@ impl Adapter for StreamJsonAdapter {
         task_id: &'a str,
         _text: String,
     ) -> BoxFuture<'a, Result<(), AgentError>> {
-        let refused = self.turns.active(task_id).and_then(|_| {
-            Err(AgentError::provider(format!(
-                "live steering is not available for {}",
-                self.flavor.runtime
-            )))
-        });
+        let refused = self.turns.refuse_steering(task_id);
         Box::pin(async move { refused })
     }
 
@@ -615,20 +610,9 @@ impl Adapter for StreamJsonAdapter {
         _task_id: &'a str,
         native: &'a NativeIds,
     ) -> BoxFuture<'a, ProviderState> {
-        // The Bridge owned the CLI: it can only still run inside its
-        // recorded process group, which the core checks beside this
-        // answer. A recorded session can be resumed.
-        let status = if native.session_id.is_some() {
-            ReconcileStatus::SessionResumable
-        } else {
-            ReconcileStatus::NotRecoverable
-        };
-        Box::pin(async move {
-            ProviderState {
-                status,
-                provider_active: Some(false),
-            }
-        })
+        // A recorded session can be resumed.
+        let state = ProviderState::bridge_owned(native.session_id.is_some());
+        Box::pin(async move { state })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 use serverfs_agent_runtime::lines::{LinesEnded, read_lines, write_lines};
 use serverfs_agent_runtime::pending::{PendingRequests, Unanswered};
-use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_provider};
-use serverfs_agent_runtime::{AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand};
+use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_with_stdio};
+use serverfs_agent_runtime::{AgentError, Host, ProviderChild, ProviderCommand};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -91,14 +91,7 @@ impl Session {
         runtime: &str,
         timeout: Duration,
     ) -> Result<Session, AgentError> {
-        let mut child = spawn_provider(command, host, runtime).await?;
-        let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
-            let _stopped = child.terminate(STOP_GRACE).await;
-            return Err(AgentError::new(
-                BridgeErrorCode::AgentRuntimeNotReady,
-                format!("{runtime} has no stdio"),
-            ));
-        };
+        let (child, stdin, stdout) = spawn_with_stdio(command, host, runtime).await?;
         let (outgoing, queue) = mpsc::unbounded_channel();
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
         let pending = PendingRequests::default();

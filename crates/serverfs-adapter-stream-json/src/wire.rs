@@ -164,9 +164,11 @@ pub struct IncomingRequest {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "subtype")]
 pub enum CliRequest {
-    /// May the model use this tool?
+    /// May the model use this tool? (Boxed: the only variant with data,
+    /// and a large one with serde_json's order-preserving maps, which the
+    /// workspace's ACP crate turns on.)
     #[serde(rename = "can_use_tool")]
-    CanUseTool(CanUseTool),
+    CanUseTool(Box<CanUseTool>),
     /// `hook_callback`, `mcp_message` (never configured by the Bridge) and
     /// anything newer.
     #[serde(other)]

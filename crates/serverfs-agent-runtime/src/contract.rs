@@ -78,6 +78,9 @@ impl Capabilities {
             in_flight_recovery: self.in_flight_recovery,
             model_override: self.model_override,
             model_discovery: self.model_discovery,
+            // Fixed by the adapter, not measured: the field stays absent.
+            capability_state: None,
+            capabilities_measured_at: None,
         }
     }
 }
@@ -205,6 +208,21 @@ impl ProviderState {
         status: ReconcileStatus::Unknown,
         provider_active: None,
     };
+
+    /// What is known of a provider the Bridge owned (a child of its own,
+    /// one per task): it can only still run inside its recorded process
+    /// group, which the core checks beside this answer, so it is not active
+    /// otherwise; its session is `resumable` or nothing can be recovered.
+    pub const fn bridge_owned(resumable: bool) -> ProviderState {
+        ProviderState {
+            status: if resumable {
+                ReconcileStatus::SessionResumable
+            } else {
+                ReconcileStatus::NotRecoverable
+            },
+            provider_active: Some(false),
+        }
+    }
 }
 
 /// The core's side of a running task, handed to [`Adapter::run`].
@@ -280,6 +298,14 @@ pub trait Adapter: Send + Sync {
 
     /// What the runtime can do.
     fn capabilities(&self) -> Capabilities;
+
+    /// The runtime's `runtime.list` descriptor with this probe result:
+    /// [`capabilities`](Self::capabilities) as they are. A runtime that
+    /// measures its capabilities from the provider (an ACP profile) says
+    /// so here, with when it measured them.
+    fn runtime_info(&self, probe: &Probe) -> RuntimeInfo {
+        self.capabilities().runtime_info(self.name(), probe)
+    }
 
     /// Cheap availability check: never starts a turn, a provider daemon or
     /// an install. Any failure is `available: false`, never an error.

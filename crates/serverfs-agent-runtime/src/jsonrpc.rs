@@ -246,6 +246,24 @@ impl JsonRpcPeer {
     /// The provider's JSON-RPC error, [`RpcFailure::Timeout`] or
     /// [`RpcFailure::Closed`].
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcFailure> {
+        self.request_within(method, params, self.timeout).await
+    }
+
+    /// [`request`](Self::request) with its own bound instead of the peer's:
+    /// a request whose answer only comes when the provider's work is done
+    /// (ACP's `session/prompt` answers when the turn ends), bounded by the
+    /// caller's task deadline rather than by a protocol timeout.
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request), [`RpcFailure::Timeout`] after
+    /// `timeout`.
+    pub async fn request_within(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcFailure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let waiter = self.pending.register(id);
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
@@ -253,7 +271,7 @@ impl JsonRpcPeer {
             waiter.cancel();
             return Err(RpcFailure::Closed);
         }
-        waiter.wait(self.timeout).await?
+        waiter.wait(timeout).await?
     }
 
     /// Sends a notification. Best effort: on a closed connection there is
@@ -348,6 +366,40 @@ mod tests {
         let pending = tokio::spawn(async move { peer.request("late", json!({})).await });
         drop(provider);
         assert_eq!(pending.await.unwrap(), Err(RpcFailure::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_request_may_carry_its_own_bound() {
+        // The peer's bound is 5 s; this request waits 20 ms at most, and
+        // its late answer is dropped rather than delivered to anyone.
+        let (peer, _incoming, mut provider) = peer();
+        let asked = peer
+            .request_within("slow", json!({}), Duration::from_millis(20))
+            .await;
+        assert_eq!(asked, Err(RpcFailure::Timeout));
+        provider
+            .write_all(b"{\"id\":1,\"result\":{}}\n")
+            .await
+            .unwrap();
+        let quick = tokio::spawn(async move { peer.request("quick", json!({})).await });
+        let mut lines = tokio::io::BufReader::new(&mut provider);
+        let mut sent = String::new();
+        for _ in 0..2 {
+            sent.clear();
+            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut sent)
+                .await
+                .unwrap();
+        }
+        let sent: Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(
+            (sent["method"].as_str(), sent["id"].as_i64()),
+            (Some("quick"), Some(2))
+        );
+        provider
+            .write_all(b"{\"id\":2,\"result\":{\"ok\":1}}\n")
+            .await
+            .unwrap();
+        assert_eq!(quick.await.unwrap(), Ok(json!({ "ok": 1 })));
     }
 
     #[tokio::test]

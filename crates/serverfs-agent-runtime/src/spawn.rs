@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use serverfs_protocol::bridge::BridgeErrorCode;
+use tokio::process::{ChildStdin, ChildStdout};
+
 use crate::{AgentError, Host, ProviderChild, ProviderCommand};
 
 /// `SIGTERM` grace of a provider the adapter stops, before `SIGKILL`.
@@ -35,4 +38,29 @@ pub async fn spawn_provider(
         return Err(error);
     }
     Ok(child)
+}
+
+/// [`spawn_provider`] for a provider whose protocol runs over its stdio:
+/// the child with its stdin and stdout taken.
+///
+/// # Errors
+///
+/// As [`spawn_provider`], and `AGENT_RUNTIME_NOT_READY` with `"<what> has
+/// no stdio"` when a pipe is missing (the child is stopped first).
+pub async fn spawn_with_stdio(
+    command: &ProviderCommand,
+    host: Option<&dyn Host>,
+    what: &str,
+) -> Result<(ProviderChild, ChildStdin, ChildStdout), AgentError> {
+    let mut child = spawn_provider(command, host, what).await?;
+    match (child.take_stdin(), child.take_stdout()) {
+        (Some(stdin), Some(stdout)) => Ok((child, stdin, stdout)),
+        _ => {
+            let _stopped = child.terminate(STOP_GRACE).await;
+            Err(AgentError::new(
+                BridgeErrorCode::AgentRuntimeNotReady,
+                format!("{what} has no stdio"),
+            ))
+        }
+    }
 }

@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::{Future, pending};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -95,16 +96,17 @@ struct Registered<T> {
 
 /// The turns one adapter is running, by task id.
 pub struct TurnRegistry<T> {
-    /// The runtime's name, for the client-safe messages below.
-    runtime: &'static str,
+    /// The runtime's name, for the client-safe messages below: a native
+    /// runtime's constant, or an operator-configured ACP profile's name.
+    runtime: Cow<'static, str>,
     inner: Mutex<Registered<T>>,
 }
 
 impl<T> TurnRegistry<T> {
     /// An empty, open registry for the runtime `runtime`.
-    pub fn new(runtime: &'static str) -> Self {
+    pub fn new(runtime: impl Into<Cow<'static, str>>) -> Self {
         TurnRegistry {
-            runtime,
+            runtime: runtime.into(),
             inner: Mutex::new(Registered {
                 closed: false,
                 turns: HashMap::new(),
@@ -162,6 +164,22 @@ impl<T> TurnRegistry<T> {
         })
     }
 
+    /// The answer of a runtime without live steering to a steering message
+    /// for `task_id`.
+    ///
+    /// # Errors
+    ///
+    /// Always: `AGENT_TASK_NOT_ACTIVE` when the task does not run here,
+    /// `AGENT_PROVIDER_ERROR` ("live steering is not available for …")
+    /// when it does.
+    pub fn refuse_steering(&self, task_id: &str) -> Result<(), AgentError> {
+        self.active(task_id)?;
+        Err(AgentError::provider(format!(
+            "live steering is not available for {}",
+            self.runtime
+        )))
+    }
+
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.lock().closed
@@ -212,7 +230,7 @@ impl<T> Registration<'_, T> {
     /// turn that completed completed, stop or not.
     pub fn outcome(self, result: Result<String, AgentError>, native: NativeIds) -> TurnOutcome {
         let stopped = self.turn.stop_reason();
-        let runtime = self.registry.runtime;
+        let runtime = self.registry.runtime.clone();
         drop(self);
         match (result, stopped) {
             (Ok(text), _) => TurnOutcome::completed(text, native),
@@ -403,6 +421,24 @@ mod tests {
             panic!("a closed registry runs nothing");
         };
         assert_eq!(closed.code, BridgeErrorCode::AgentRuntimeUnavailable);
+    }
+
+    #[test]
+    fn steering_is_refused_by_whether_the_task_runs() {
+        let registry = TurnRegistry::new("demo");
+        let Err(absent) = registry.refuse_steering("agt_1") else {
+            panic!("refused");
+        };
+        assert_eq!(absent.code, BridgeErrorCode::AgentTaskNotActive);
+        let Ok(_running) = registry.register("agt_1", ()) else {
+            panic!("registers");
+        };
+        assert_eq!(
+            registry.refuse_steering("agt_1"),
+            Err(AgentError::provider(
+                "live steering is not available for demo"
+            ))
+        );
     }
 
     #[tokio::test]

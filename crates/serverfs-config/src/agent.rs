@@ -58,8 +58,9 @@ impl fmt::Display for AgentMode {
     }
 }
 
-/// Longest ACP profile name after the `acp-` prefix.
-const MAX_ACP_NAME_LEN: usize = 32;
+/// Longest ACP profile id, the name after the `acp-` prefix: the whole
+/// runtime name stays within 32 characters (seed 002 §5.2).
+const MAX_ACP_ID_LEN: usize = 28;
 
 /// A coding-agent runtime a workdir allows.
 ///
@@ -81,7 +82,8 @@ pub enum AgentRuntime {
 
 impl AgentRuntime {
     /// Parses a runtime name: `codex`, `claude`, `qoder`, `fake`, or
-    /// `acp-<name>` with `<name>` matching `^[a-z][a-z0-9-]{0,31}$`.
+    /// `acp-<id>` with `<id>` matching `^[a-z][a-z0-9_-]{0,27}$`. Whether
+    /// such a profile is configured is checked by validation.
     pub fn parse(text: &str) -> Option<AgentRuntime> {
         match text {
             "codex" => Some(AgentRuntime::Codex),
@@ -103,14 +105,27 @@ impl AgentRuntime {
         }
     }
 
-    /// Whether this is a native provider CLI (codex, claude, qoder). Native
-    /// runtimes edit files themselves with no per-change gate ServerFS can
-    /// enforce, so they are only allowed where agents may write anyway
-    /// (spec §2.4: they require `workspace-write`).
+    /// Whether this is a native provider CLI (codex, claude, qoder), as
+    /// opposed to the test adapter or a standard-protocol (ACP) profile.
     pub fn is_native(&self) -> bool {
         match self {
             AgentRuntime::Codex | AgentRuntime::Claude | AgentRuntime::Qoder => true,
             AgentRuntime::Fake | AgentRuntime::Acp(_) => false,
+        }
+    }
+
+    /// Whether the runtime may only run tasks of the `workspace-write`
+    /// profile: a native CLI or an ACP agent edits files itself, with no
+    /// per-change gate ServerFS can enforce and no read-only mode ServerFS
+    /// can prove, so it is only allowed where agents may write anyway and
+    /// every task holds the writer lease (spec §2.4, seed 002 §5.4).
+    pub fn requires_workspace_write(&self) -> bool {
+        match self {
+            AgentRuntime::Codex
+            | AgentRuntime::Claude
+            | AgentRuntime::Qoder
+            | AgentRuntime::Acp(_) => true,
+            AgentRuntime::Fake => false,
         }
     }
 }
@@ -127,11 +142,17 @@ pub struct AcpProfile(String);
 
 impl AcpProfile {
     fn parse(text: &str) -> Option<AcpProfile> {
-        let name = text.strip_prefix("acp-")?;
-        let mut chars = name.chars();
+        AcpProfile::from_id(text.strip_prefix("acp-")?)
+    }
+
+    /// The runtime `acp-<id>` of a profile id matching
+    /// `^[a-z][a-z0-9_-]{0,27}$`; `None` for any other id.
+    pub fn from_id(id: &str) -> Option<AcpProfile> {
+        let mut chars = id.chars();
         let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-        let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        (first_ok && rest_ok && name.len() <= MAX_ACP_NAME_LEN).then(|| AcpProfile(text.to_owned()))
+        let rest_ok =
+            chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        (first_ok && rest_ok && id.len() <= MAX_ACP_ID_LEN).then(|| AcpProfile(format!("acp-{id}")))
     }
 
     /// The full runtime name, `acp-<name>`.
@@ -173,21 +194,36 @@ mod tests {
         };
         assert_eq!(profile.name(), "open-code2");
         assert!(!acp.is_native());
+        assert!(acp.requires_workspace_write());
         assert!(AgentRuntime::Codex.is_native());
+        assert!(AgentRuntime::Codex.requires_workspace_write());
         assert!(!AgentRuntime::Fake.is_native());
+        assert!(!AgentRuntime::Fake.requires_workspace_write());
     }
 
     #[test]
     fn acp_name_rule() {
-        let longest = format!("acp-a{}", "b".repeat(31));
-        assert!(AgentRuntime::parse(&longest).is_some());
-        let too_long = format!("acp-a{}", "b".repeat(32));
+        // `acp-` and 28 characters: 32 in all.
+        let longest = format!("acp-a{}", "b".repeat(27));
+        assert_eq!(
+            AgentRuntime::parse(&longest).map(|r| r.as_str().len()),
+            Some(32)
+        );
+        let too_long = format!("acp-a{}", "b".repeat(28));
+        assert!(AgentRuntime::parse("acp-a_b").is_some());
+        assert_eq!(
+            AcpProfile::from_id("open_code-2").map(|p| p.as_str().to_owned()),
+            Some("acp-open_code-2".to_owned())
+        );
+        assert_eq!(AcpProfile::from_id("Open"), None);
         for bad in [
             "acp-",
             "acp-1x",
             "acp-X",
-            "acp-a_b",
+            "acp-a.b",
+            "acp-a b",
             "acp--",
+            "acp-_a",
             "acp",
             "ACP-x",
             "Codex",

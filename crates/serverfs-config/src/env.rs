@@ -9,6 +9,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::acp::AcpProfileEntry;
 use crate::agent::AgentMode;
 use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
@@ -19,8 +20,8 @@ use crate::model::{LogLevel, TextContent};
 use crate::parse;
 use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
-    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
-    RawServer, RawWorkdir, Val,
+    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp,
+    RawProxyRuntimes, RawServer, RawWorkdir, Val,
 };
 use crate::validate;
 
@@ -236,6 +237,7 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
         codex: codex_globals(env)?,
         claude: cli_runtime_globals(env, &cli_runtime::CLAUDE, &CLAUDE_VARIABLES)?,
         qoder: cli_runtime_globals(env, &cli_runtime::QODER, &QODER_VARIABLES)?,
+        acp_profiles: acp_profiles_json(get("SERVERFS_ACP_PROFILES_JSON"))?,
     };
 
     let http = http_globals(env, paths)?;
@@ -379,6 +381,33 @@ fn cli_runtime_globals(
             names.env_passthrough,
         ),
     })
+}
+
+/// `SERVERFS_ACP_PROFILES_JSON`: the ACP profiles as one JSON array of
+/// objects with the keys of `[[agent.acp_profiles]]` (one structured
+/// value rather than numbered variables; parsed, never evaluated). Empty
+/// or unset means none.
+fn acp_profiles_json(raw: Option<&str>) -> Result<Val<Vec<RawAcpProfile>>, ConfigError> {
+    const KEY: &str = "SERVERFS_ACP_PROFILES_JSON";
+    let Some(text) = non_empty(raw) else {
+        return Ok(Val::default_at(Vec::new(), KEY));
+    };
+    let entries: Vec<AcpProfileEntry> =
+        serde_json::from_str(text).map_err(|error| ConfigError::InvalidJson {
+            key: KEY.to_owned(),
+            message: format!(
+                "expected a JSON array of ACP profiles ({})",
+                one_line(&error.to_string())
+            ),
+        })?;
+    Ok(Val::set(
+        entries
+            .into_iter()
+            .enumerate()
+            .map(|(index, entry)| entry.into_raw(&format!("{KEY}[{index}]")))
+            .collect(),
+        KEY,
+    ))
 }
 
 /// Default Bridge socket and lock directory for a native (non-container)

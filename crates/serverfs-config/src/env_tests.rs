@@ -5,9 +5,9 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
-    ConfigError, LogLevel, PassthroughProblem, ProviderCgroup, ServerSettings, SlotProblem,
-    TextContent, WorkdirAlias, WorkdirConfig,
+    AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings,
+    CodexSettings, CodexTransport, ConfigError, LogLevel, PassthroughProblem, ProviderCgroup,
+    ServerSettings, SlotProblem, TextContent, WorkdirAlias, WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -60,6 +60,7 @@ fn defaults_match_upstream() {
                 request_timeout_ms: 60_000,
                 env_passthrough: Vec::new(),
             },
+            acp_profiles: Vec::new(),
         }
     );
     let mut expected = WorkdirConfig::with_defaults(WorkdirAlias::new("one").unwrap(), root);
@@ -96,7 +97,7 @@ fn every_global_is_read() {
             ("SERVERFS_MAX_BINARY_TRANSFER_BYTES", "44"),
             ("SERVERFS_READ_HARDLINKED_FILES", "off"),
             ("SERVERFS_AGENT_MODE", "Review"),
-            ("SERVERFS_AGENT_RUNTIMES", "fake, ACP-zed"),
+            ("SERVERFS_AGENT_RUNTIMES", " FAKE "),
             ("SERVERFS_AGENT_BRIDGE_ENABLED", "TRUE"),
             ("SERVERFS_AGENT_BRIDGE_SOCKET", "/b/bridge.sock"),
             ("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS", "1.5"),
@@ -127,6 +128,13 @@ fn every_global_is_read() {
             (
                 "SERVERFS_QODER_ENV_PASSTHROUGH",
                 "QODER_PERSONAL_ACCESS_TOKEN",
+            ),
+            (
+                "SERVERFS_ACP_PROFILES_JSON",
+                r#" [{"id": "zed", "command": "/opt/zed/bin/zed", "args": ["--acp", "a b;c"],
+                      "env_passthrough": ["ZED_API_KEY"], "env": {"ZED_MODE": "agent"},
+                      "request_timeout_seconds": 5, "probe_timeout_seconds": 2.5,
+                      "shutdown_timeout_seconds": 1, "session_scoped_allow_always": true}] "#,
             ),
             // A passed-through variable's value is the Bridge's: never read.
             ("ANTHROPIC_API_KEY", "sk-ant-never-read"),
@@ -169,7 +177,7 @@ fn every_global_is_read() {
             peer_gid: Some(0),
             // USE_PROXY: every runtime a workdir allows (here the inherited
             // SERVERFS_AGENT_RUNTIMES).
-            proxy_runtimes: vec![AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake],
+            proxy_runtimes: vec![AgentRuntime::Fake],
             provider_cgroup: ProviderCgroup::Off,
             codex: CodexSettings {
                 bin: "/opt/codex/bin/codex".to_owned(),
@@ -194,6 +202,18 @@ fn every_global_is_read() {
                 request_timeout_ms: 600_000,
                 env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
             },
+            // Defined without being allowed anywhere: checked all the same.
+            acp_profiles: vec![AcpProfileSettings {
+                runtime: AcpProfile::from_id("zed").unwrap(),
+                command: PathBuf::from("/opt/zed/bin/zed"),
+                args: vec!["--acp".to_owned(), "a b;c".to_owned()],
+                env_passthrough: vec!["ZED_API_KEY".to_owned()],
+                env: vec![("ZED_MODE".to_owned(), "agent".to_owned())],
+                request_timeout_ms: 5_000,
+                probe_timeout_ms: 2_500,
+                shutdown_timeout_ms: 1_000,
+                session_scoped_allow_always: true,
+            }],
         }
     );
     let w = &config.workdirs[0];
@@ -218,10 +238,7 @@ fn every_global_is_read() {
         (12, 2048, 33, 44)
     );
     assert_eq!(w.agent_mode, AgentMode::Review);
-    assert_eq!(
-        w.agent_runtimes,
-        [AgentRuntime::parse("acp-zed").unwrap(), AgentRuntime::Fake]
-    );
+    assert_eq!(w.agent_runtimes, [AgentRuntime::Fake]);
 }
 
 #[test]
@@ -859,8 +876,13 @@ fn use_proxy_means_every_runtime_some_workdir_allows() {
             ("WORKDIR_01_AGENT_MODE", "workspace-write"),
             ("WORKDIR_01_AGENT_RUNTIMES", "qoder,fake"),
             ("WORKDIR_02_ALIAS", "two"),
-            ("WORKDIR_02_AGENT_MODE", "review"),
+            ("WORKDIR_02_READ_ONLY", "false"),
+            ("WORKDIR_02_AGENT_MODE", "workspace-write"),
             ("WORKDIR_02_AGENT_RUNTIMES", "acp-zed,FAKE"),
+            (
+                "SERVERFS_ACP_PROFILES_JSON",
+                r#"[{"id": "zed", "command": "/opt/zed/bin/zed"}]"#,
+            ),
             ("WORKDIR_03_ALIAS", "three"),
         ])
         .map(|config| config.agent.proxy_runtimes)

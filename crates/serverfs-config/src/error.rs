@@ -157,6 +157,30 @@ pub enum ConfigError {
         name: String,
     },
 
+    /// A well-formed `acp-<id>` runtime names no configured ACP profile.
+    #[error(
+        "{key}: runtime {name:?} is not a configured ACP profile \
+         (define it with [[agent.acp_profiles]] id = \"{id}\")"
+    )]
+    UnknownAcpProfile {
+        /// Key or variable naming the runtime.
+        key: String,
+        /// The runtime name as written.
+        name: String,
+        /// The profile id it would need.
+        id: String,
+    },
+
+    /// A value that must be JSON is not, or does not have the documented
+    /// shape.
+    #[error("{key}: {message}")]
+    InvalidJson {
+        /// The variable.
+        key: String,
+        /// The parser's reason, on one line.
+        message: String,
+    },
+
     /// An agent runtime is listed twice.
     #[error("{key}: agent runtime {name:?} is listed more than once")]
     DuplicateRuntime {
@@ -253,6 +277,8 @@ impl ConfigError {
             | ConfigError::DuplicateAlias { key, .. }
             | ConfigError::InvalidGlob { key, .. }
             | ConfigError::InvalidRuntime { key, .. }
+            | ConfigError::UnknownAcpProfile { key, .. }
+            | ConfigError::InvalidJson { key, .. }
             | ConfigError::DuplicateRuntime { key, .. }
             | ConfigError::InvalidPassthrough { key, .. }
             | ConfigError::InvalidRoot { key, .. }

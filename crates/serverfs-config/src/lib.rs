@@ -57,6 +57,7 @@
 //! # }
 //! ```
 
+mod acp;
 mod agent;
 mod alias;
 mod cli;
@@ -78,6 +79,7 @@ mod validate;
 #[cfg(test)]
 mod test_support;
 
+pub use acp::AcpProfileSettings;
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
 pub use cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};

@@ -112,6 +112,26 @@ pub(crate) const STREAM_JSON_REQUEST_TIMEOUT_MS: Limit = Limit {
     bounds: PROVIDER_REQUEST_TIMEOUT_MS,
 };
 
+// ACP agent profiles (read by serverfs-agent-bridge, ignored by serverfs).
+// One ACP request of the Bridge (initialize, session/new, resume, load,
+// set_config_option): an agent that loads its own configuration and
+// providers can take seconds to initialize (measured on OpenCode).
+pub(crate) const ACP_REQUEST_TIMEOUT_MS: Limit = Limit {
+    default: 60_000,
+    bounds: PROVIDER_REQUEST_TIMEOUT_MS,
+};
+// A capability probe: spawn, initialize, shutdown. Generous, since it is a
+// cold start of the agent, and rare (an operator's `probe`).
+pub(crate) const ACP_PROBE_TIMEOUT_MS: Limit = Limit {
+    default: 30_000,
+    bounds: PROVIDER_REQUEST_TIMEOUT_MS,
+};
+// The grace a cancelled agent gets to end its turn after `session/cancel`,
+// and again to exit once its stdin closes, before its group is killed. The
+// ceiling keeps the whole stop (two graces, SIGTERM's own two seconds)
+// within the Bridge's ten-second interrupt bound.
+pub(crate) const ACP_SHUTDOWN_TIMEOUT_MS: Limit = limit(3_000, 100, 3_000);
+
 // HTTP transport. The request timeout bounds one MCP request end to end
 // (the agent tools' long-polls are at most 45 s, so a second is the useful
 // floor); the grace period may be 0 (stop at once).

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::agent::{AgentMode, AgentRuntime};
+use crate::acp::AcpProfileSettings;
+use crate::agent::{AcpProfile, AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
 use crate::cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 use crate::codex::CodexSettings;
@@ -268,6 +269,18 @@ pub struct AgentSettings {
     /// How the Bridge runs the `qoder` runtime (`qodercli`), as for
     /// [`claude`](AgentSettings::claude).
     pub qoder: QoderSettings,
+    /// The operator's ACP agent profiles, each the runtime `acp-<id>`, in
+    /// the order written (at most 16, ids unique). Default none.
+    pub acp_profiles: Vec<AcpProfileSettings>,
+}
+
+impl AgentSettings {
+    /// The profile of the ACP runtime `runtime`, if one is configured.
+    pub fn acp_profile(&self, runtime: &AcpProfile) -> Option<&AcpProfileSettings> {
+        self.acp_profiles
+            .iter()
+            .find(|profile| &profile.runtime == runtime)
+    }
 }
 
 impl Default for AgentSettings {
@@ -297,6 +310,7 @@ impl Default for AgentSettings {
             codex: CodexSettings::default(),
             claude: CliRuntimeSettings::claude_default(),
             qoder: CliRuntimeSettings::qoder_default(),
+            acp_profiles: Vec::new(),
         }
     }
 }

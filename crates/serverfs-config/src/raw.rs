@@ -123,6 +123,25 @@ pub(crate) struct RawAgent {
     pub codex: RawCodex,
     pub claude: RawCliRuntime,
     pub qoder: RawCliRuntime,
+    /// ACP agent profiles, as written; the key is that of the whole list.
+    pub acp_profiles: Val<Vec<RawAcpProfile>>,
+}
+
+/// One ACP agent profile, as written; every value keyed by its own field
+/// (`agent.acp_profiles[0].command`).
+#[derive(Debug, Clone)]
+pub(crate) struct RawAcpProfile {
+    pub id: Val<String>,
+    pub command: Val<String>,
+    pub args: Val<Vec<String>>,
+    pub env_passthrough: Val<Vec<String>>,
+    /// In the order written (a TOML or JSON object: sorted by name).
+    pub env: Val<Vec<(String, String)>>,
+    /// In seconds, as written (possibly fractional).
+    pub request_timeout_seconds: Val<f64>,
+    pub probe_timeout_seconds: Val<f64>,
+    pub shutdown_timeout_seconds: Val<f64>,
+    pub session_scoped_allow_always: Val<bool>,
 }
 
 /// The Codex runtime's settings, as written.

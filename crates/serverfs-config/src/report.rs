@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::acp::AcpProfileSettings;
 use crate::agent::AgentRuntime;
 use crate::cli_runtime::{self, CliRuntimeSettings, StreamJsonCli};
 use crate::codex::{CodexSettings, CodexTransport};
@@ -13,7 +14,8 @@ impl Config {
     /// A human-readable, multi-line report of the effective configuration:
     /// server settings, the Agent Bridge (including the settings only the
     /// Bridge daemon reads, and those of each native runtime, `codex`,
-    /// `claude` or `qoder`, that some workdir allows), the HTTP transport,
+    /// `claude` or `qoder`, and each ACP profile that some workdir allows),
+    /// the HTTP transport,
     /// then every
     /// workdir with its root, access, hidden and deny policy, binary
     /// transfer, limits and agent policy.
@@ -81,6 +83,17 @@ impl Config {
         }
         if allowed(&AgentRuntime::Qoder) {
             cli_runtime_report(&mut out, &cli_runtime::QODER, &a.qoder);
+        }
+        for profile in &a.acp_profiles {
+            if allowed(&AgentRuntime::Acp(profile.runtime.clone())) {
+                acp_profile_report(&mut out, profile);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "    {} runtime: defined, not allowed by any workdir",
+                    profile.runtime.as_str()
+                );
+            }
         }
 
         http_report(&mut out, &self.http);
@@ -192,6 +205,46 @@ fn cli_runtime_report(out: &mut String, cli: &StreamJsonCli, c: &CliRuntimeSetti
     bin_line(out, &c.bin);
     let _ = writeln!(out, "      request timeout: {} ms", c.request_timeout_ms);
     passthrough_line(out, &c.env_passthrough);
+}
+
+/// An ACP profile's launch policy. Fixed variables are shown by name only,
+/// as passed-through ones are: the values are the operator's to read in
+/// the file, not to copy into terminals and logs.
+fn acp_profile_report(out: &mut String, p: &AcpProfileSettings) {
+    let _ = writeln!(out, "    {} runtime (ACP):", p.runtime.as_str());
+    let _ = writeln!(out, "      command: {}", p.command.display());
+    if p.args.is_empty() {
+        let _ = writeln!(out, "      args (0): none");
+    } else {
+        let args: Vec<String> = p.args.iter().map(|arg| format!("{arg:?}")).collect();
+        let _ = writeln!(out, "      args ({}): {}", args.len(), args.join(" "));
+    }
+    passthrough_line(out, &p.env_passthrough);
+    let names: Vec<&str> = p.env.iter().map(|(name, _)| name.as_str()).collect();
+    if names.is_empty() {
+        let _ = writeln!(out, "      fixed env (0): none");
+    } else {
+        let _ = writeln!(
+            out,
+            "      fixed env ({}): {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "      timeouts: request {} ms, probe {} ms, shutdown {} ms",
+        p.request_timeout_ms, p.probe_timeout_ms, p.shutdown_timeout_ms
+    );
+    let _ = writeln!(
+        out,
+        "      allow_always: {}",
+        if p.session_scoped_allow_always {
+            "session-scoped, offered as approve_session"
+        } else {
+            "not offered (may persist a rule)"
+        }
+    );
 }
 
 fn bin_line(out: &mut String, bin: &str) {

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::de::{DeTable, DeValue};
 
+use crate::acp::AcpProfileEntry;
 use crate::agent::AgentMode;
 use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
@@ -102,13 +103,15 @@ struct AgentToml {
     qoder_bin: Option<String>,
     qoder_request_timeout_seconds: Option<Seconds>,
     qoder_env_passthrough: Option<Vec<String>>,
+    // ACP agent profiles: `[[agent.acp_profiles]]` tables, one per agent.
+    acp_profiles: Option<Vec<AcpProfileEntry>>,
 }
 
-/// A duration in seconds written as a TOML integer or float (`10`, `2.5`).
-/// Range and finiteness (`inf`, `nan` are TOML floats) are checked by
-/// validation, with the key.
+/// A duration in seconds written as a TOML (or JSON) integer or float
+/// (`10`, `2.5`). Range and finiteness (`inf`, `nan` are TOML floats) are
+/// checked by validation, with the key.
 #[derive(Debug, Clone, Copy)]
-struct Seconds(f64);
+pub(crate) struct Seconds(pub(crate) f64);
 
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Seconds, D::Error> {
@@ -438,6 +441,17 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             a.qoder_bin,
             a.qoder_request_timeout_seconds,
             a.qoder_env_passthrough,
+        ),
+        acp_profiles: Val::or_default(
+            a.acp_profiles.map(|profiles| {
+                profiles
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, entry)| entry.into_raw(&format!("agent.acp_profiles[{index}]")))
+                    .collect()
+            }),
+            Vec::new(),
+            "agent.acp_profiles",
         ),
     })
 }

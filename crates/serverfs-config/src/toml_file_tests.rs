@@ -4,9 +4,9 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
 use crate::{
-    AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings, CodexSettings, CodexTransport,
-    Config, ConfigError, HttpAuth, HttpSettings, LogLevel, ProviderCgroup, ServerSettings,
-    TextContent, WorkdirAlias, WorkdirConfig,
+    AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings,
+    CodexSettings, CodexTransport, Config, ConfigError, HttpAuth, HttpSettings, LogLevel,
+    ProviderCgroup, ServerSettings, TextContent, WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -72,6 +72,7 @@ fn minimal_file_gets_every_default() {
                     request_timeout_ms: 60_000,
                     env_passthrough: Vec::new(),
                 },
+                acp_profiles: Vec::new(),
             },
             http: HttpSettings {
                 bind: None,
@@ -174,6 +175,21 @@ qoder_bin = "qoder"
 qoder_request_timeout_seconds = 0.5
 qoder_env_passthrough = ["QODER_PERSONAL_ACCESS_TOKEN"]
 
+[[agent.acp_profiles]]
+id = "zed"
+command = "/opt/zed/bin/zed"
+args = ["--acp", "$(not a shell)"]
+env_passthrough = ["ZED_API_KEY"]
+env = {{ ZED_MODE = "agent", ZED_COLOR = "never" }}
+request_timeout_seconds = 5
+probe_timeout_seconds = 2.5
+shutdown_timeout_seconds = 1
+session_scoped_allow_always = true
+
+[[agent.acp_profiles]]
+id = "other_agent"
+command = "/opt/other/agent"
+
 [[workdirs]]
 alias = "docs"
 path = "docs"
@@ -253,6 +269,34 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                 request_timeout_ms: 500,
                 env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
             },
+            acp_profiles: vec![
+                AcpProfileSettings {
+                    runtime: AcpProfile::from_id("zed").unwrap(),
+                    command: PathBuf::from("/opt/zed/bin/zed"),
+                    // Passed as they are: no shell ever reads them.
+                    args: vec!["--acp".to_owned(), "$(not a shell)".to_owned()],
+                    env_passthrough: vec!["ZED_API_KEY".to_owned()],
+                    env: vec![
+                        ("ZED_COLOR".to_owned(), "never".to_owned()),
+                        ("ZED_MODE".to_owned(), "agent".to_owned()),
+                    ],
+                    request_timeout_ms: 5_000,
+                    probe_timeout_ms: 2_500,
+                    shutdown_timeout_ms: 1_000,
+                    session_scoped_allow_always: true,
+                },
+                AcpProfileSettings {
+                    runtime: AcpProfile::from_id("other_agent").unwrap(),
+                    command: PathBuf::from("/opt/other/agent"),
+                    args: Vec::new(),
+                    env_passthrough: Vec::new(),
+                    env: Vec::new(),
+                    request_timeout_ms: 60_000,
+                    probe_timeout_ms: 30_000,
+                    shutdown_timeout_ms: 3_000,
+                    session_scoped_allow_always: false,
+                },
+            ],
         }
     );
     assert_eq!(
@@ -778,6 +822,7 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
         ("[agent]", "agent"),
         ("[http]", "http"),
         ("[[workdirs]]", "workdirs"),
+        ("[[agent.acp_profiles]]", "agent.acp_profiles"),
     ] {
         let keys = accepted_keys(header);
         assert!(keys.len() >= 3, "{section}: {keys:?}");
@@ -789,6 +834,7 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
                     l.starts_with(&format!("{key} ="))
                         || l.starts_with(&format!("[{key}]"))
                         || l.starts_with(&format!("[[{key}]]"))
+                        || l.starts_with(&format!("[[{section}.{key}]]"))
                 });
             assert!(
                 shown,
@@ -797,7 +843,8 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
             assert!(
                 REFERENCE.contains(&format!("`{key}`"))
                     || REFERENCE.contains(&format!("`[{key}]`"))
-                    || REFERENCE.contains(&format!("`[[{key}]]`")),
+                    || REFERENCE.contains(&format!("`[[{key}]]`"))
+                    || REFERENCE.contains(&format!("`[[{section}.{key}]]`")),
                 "docs/configuration.md does not document {section}.{key}"
             );
         }

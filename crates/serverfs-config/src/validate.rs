@@ -12,7 +12,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::agent::{AgentMode, AgentRuntime};
+use crate::acp::{self, AcpProfileSettings};
+use crate::agent::{AcpProfile, AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
 use crate::cli_runtime::{self, CliRuntimeSettings};
 use crate::codex::{CodexSettings, CodexTransport};
@@ -22,8 +23,8 @@ use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
 use crate::parse;
 use crate::raw::{
-    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
-    RawServer, RawWorkdir, Val,
+    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp,
+    RawProxyRuntimes, RawServer, RawWorkdir, Val,
 };
 
 /// Turns raw values from any source into a validated [`Config`].
@@ -31,6 +32,7 @@ pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
     let server = server_settings(&raw.server, raw.clamp_defaults)?;
     let defaults = workdir_defaults(&raw.defaults)?;
     let mut agent = agent_settings(&raw.agent)?;
+    configured(&defaults.agent_runtimes, &agent.acp_profiles)?;
     let http = http_settings(&raw.http)?;
 
     if raw.workdirs.is_empty() {
@@ -61,7 +63,13 @@ pub(crate) fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
             });
         }
         check_root(&alias, &workdir.root)?;
-        workdirs.push(effective_workdir(alias, workdir, &defaults, &raw.agent)?);
+        workdirs.push(effective_workdir(
+            alias,
+            workdir,
+            &defaults,
+            &raw.agent,
+            &agent.acp_profiles,
+        )?);
         alias_keys.push(&workdir.alias.key);
     }
     agent.proxy_runtimes =
@@ -299,6 +307,143 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
         codex: codex_settings(&raw.codex)?,
         claude: cli_runtime_settings(&raw.claude)?,
         qoder: cli_runtime_settings(&raw.qoder)?,
+        acp_profiles: acp_profiles(&raw.acp_profiles)?,
+    })
+}
+
+/// Every `acp-<id>` runtime of `runtimes` names a configured profile: a
+/// well-formed name alone authorizes nothing (seed 002 §5.3).
+fn configured(
+    runtimes: &Val<Vec<AgentRuntime>>,
+    profiles: &[AcpProfileSettings],
+) -> Result<(), ConfigError> {
+    for runtime in &runtimes.value {
+        if let AgentRuntime::Acp(profile) = runtime
+            && !profiles.iter().any(|known| &known.runtime == profile)
+        {
+            return Err(ConfigError::UnknownAcpProfile {
+                key: runtimes.key.clone(),
+                name: profile.as_str().to_owned(),
+                id: profile.name().to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The ACP profiles, each checked on its own (in the order of its keys),
+/// then ids unique. Checked whether or not any workdir allows the profile,
+/// as every runtime's settings are.
+fn acp_profiles(raw: &Val<Vec<RawAcpProfile>>) -> Result<Vec<AcpProfileSettings>, ConfigError> {
+    if raw.value.len() > acp::MAX_PROFILES {
+        return Err(ConfigError::InvalidValue {
+            key: raw.key.clone(),
+            expected: "at most 16 ACP profiles",
+            got: format!("{} profiles", raw.value.len()),
+        });
+    }
+    let mut profiles: Vec<AcpProfileSettings> = Vec::with_capacity(raw.value.len());
+    for profile in &raw.value {
+        let checked = acp_profile(profile)?;
+        if profiles
+            .iter()
+            .any(|earlier| earlier.runtime == checked.runtime)
+        {
+            return Err(ConfigError::Conflict {
+                key: profile.id.key.clone(),
+                reason: format!(
+                    "the ACP profile id {:?} is used by an earlier profile (ids are unique)",
+                    profile.id.value
+                ),
+            });
+        }
+        profiles.push(checked);
+    }
+    Ok(profiles)
+}
+
+fn acp_profile(raw: &RawAcpProfile) -> Result<AcpProfileSettings, ConfigError> {
+    let invalid = |value: &Val<String>, expected: &'static str| ConfigError::InvalidValue {
+        key: value.key.clone(),
+        expected,
+        got: value.value.clone(),
+    };
+    let runtime = AcpProfile::from_id(&raw.id.value).ok_or_else(|| {
+        invalid(
+            &raw.id,
+            acp::id_problem(&raw.id.value).unwrap_or("a profile id"),
+        )
+    })?;
+    if let Some(expected) = acp::command_problem(&raw.command.value) {
+        return Err(invalid(&raw.command, expected));
+    }
+    if raw.args.value.len() > acp::MAX_ARGS {
+        return Err(ConfigError::InvalidValue {
+            key: raw.args.key.clone(),
+            expected: "at most 32 arguments",
+            got: format!("{} arguments", raw.args.value.len()),
+        });
+    }
+    for (index, arg) in raw.args.value.iter().enumerate() {
+        // No shell ever sees these: `;`, `$()` or `|` are ordinary text.
+        // NUL alone cannot be passed to execve(2).
+        if arg.contains('\0') || arg.len() > acp::MAX_ARG_BYTES {
+            return Err(ConfigError::InvalidValue {
+                key: format!("{}[{index}]", raw.args.key),
+                expected: "an argument of at most 4096 bytes without NUL",
+                got: arg.clone(),
+            });
+        }
+    }
+    let env_passthrough = passthrough_names(&raw.env_passthrough)?;
+    if raw.env.value.len() > acp::MAX_ENV_PAIRS {
+        return Err(ConfigError::InvalidValue {
+            key: raw.env.key.clone(),
+            expected: "at most 32 variables",
+            got: format!("{} variables", raw.env.value.len()),
+        });
+    }
+    for (name, value) in &raw.env.value {
+        // The same reserved names as a passthrough list: a fixed pair must
+        // not set what the Bridge decides (proxy, PATH, HOME, loader).
+        if let Some(problem) = cli_runtime::passthrough_problem(name) {
+            return Err(ConfigError::InvalidPassthrough {
+                key: raw.env.key.clone(),
+                name: name.clone(),
+                problem,
+            });
+        }
+        if env_passthrough.contains(name) {
+            return Err(ConfigError::Conflict {
+                key: raw.env.key.clone(),
+                reason: format!(
+                    "{name:?} is also in {}: a variable is either fixed or passed through",
+                    raw.env_passthrough.key
+                ),
+            });
+        }
+        if value.contains('\0') || value.len() > acp::MAX_ENV_VALUE_BYTES {
+            return Err(ConfigError::InvalidValue {
+                key: format!("{}.{name}", raw.env.key),
+                expected: "a value of at most 4096 bytes without NUL",
+                got: value.clone(),
+            });
+        }
+    }
+    Ok(AcpProfileSettings {
+        runtime,
+        command: PathBuf::from(&raw.command.value),
+        args: raw.args.value.clone(),
+        env_passthrough,
+        env: raw.env.value.clone(),
+        request_timeout_ms: request_timeout_ms(&raw.request_timeout_seconds)?,
+        probe_timeout_ms: request_timeout_ms(&raw.probe_timeout_seconds)?,
+        shutdown_timeout_ms: seconds_within(
+            &raw.shutdown_timeout_seconds,
+            limits::ACP_SHUTDOWN_TIMEOUT_MS.bounds,
+            "a number of seconds from 0.1 to 3",
+        )?,
+        session_scoped_allow_always: raw.session_scoped_allow_always.value,
     })
 }
 
@@ -404,7 +549,23 @@ fn passthrough_names(names: &Val<Vec<String>>) -> Result<Vec<String>, ConfigErro
 /// and checked there. The refusal quotes seconds, the unit of the key,
 /// rather than the milliseconds the bounds are kept in.
 fn request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
-    let bounds = limits::PROVIDER_REQUEST_TIMEOUT_MS;
+    // `expected` is static text, so it repeats the bounds in seconds;
+    // `request_timeouts_are_bounded_in_seconds` pins both edges to it for
+    // every runtime.
+    seconds_within(
+        seconds,
+        limits::PROVIDER_REQUEST_TIMEOUT_MS,
+        "a number of seconds from 0.1 to 600",
+    )
+}
+
+/// A duration written in seconds, rounded to milliseconds and checked
+/// against `bounds` there; `expected` states the bounds in seconds.
+fn seconds_within(
+    seconds: &Val<f64>,
+    bounds: Bounds,
+    expected: &'static str,
+) -> Result<u64, ConfigError> {
     let ms = seconds
         .value
         .is_finite()
@@ -413,10 +574,7 @@ fn request_timeout_ms(seconds: &Val<f64>) -> Result<u64, ConfigError> {
         Some(Ok(ms)) if (bounds.min..=bounds.max).contains(&ms) => Ok(ms),
         Some(Ok(_) | Err(_)) | None => Err(ConfigError::InvalidValue {
             key: seconds.key.clone(),
-            // `expected` is static text, so this repeats the bounds in
-            // seconds; `request_timeouts_are_bounded_in_seconds` pins both
-            // edges to it for every runtime.
-            expected: "a number of seconds from 0.1 to 600",
+            expected,
             got: seconds.value.to_string(),
         }),
     }
@@ -567,6 +725,7 @@ fn effective_workdir(
     raw: &RawWorkdir,
     defaults: &Defaults,
     agent: &RawAgent,
+    profiles: &[AcpProfileSettings],
 ) -> Result<WorkdirConfig, ConfigError> {
     // The workdir's own values first, in the same order as for a disabled
     // environment slot, so the same typo gets the same message either way.
@@ -603,7 +762,7 @@ fn effective_workdir(
         .unwrap_or_default();
     let deny = dedup(defaults.deny.iter().chain(own_deny));
 
-    let (agent_mode, agent_runtimes) = effective_agent(&alias, raw, defaults, agent)?;
+    let (agent_mode, agent_runtimes) = effective_agent(&alias, raw, defaults, agent, profiles)?;
 
     Ok(WorkdirConfig {
         description: raw
@@ -640,6 +799,7 @@ fn effective_agent(
     raw: &RawWorkdir,
     defaults: &Defaults,
     agent: &RawAgent,
+    profiles: &[AcpProfileSettings],
 ) -> Result<(AgentMode, Vec<AgentRuntime>), ConfigError> {
     let mode = raw.agent_mode.as_ref().unwrap_or(&defaults.agent_mode);
     let runtimes = match (&raw.agent_runtimes, &raw.agent_mode) {
@@ -651,6 +811,7 @@ fn effective_agent(
         }
         (None, _) => defaults.agent_runtimes.clone(),
     };
+    configured(&runtimes, profiles)?;
     let conflict = |key: &str, reason: String| ConfigError::Conflict {
         key: key.to_owned(),
         reason: format!("workdir \"{alias}\": {reason}"),
@@ -687,7 +848,7 @@ fn effective_agent(
         ));
     }
     if mode.value != AgentMode::WorkspaceWrite
-        && let Some(native) = runtimes.value.iter().find(|r| r.is_native())
+        && let Some(native) = runtimes.value.iter().find(|r| r.requires_workspace_write())
     {
         return Err(conflict(
             &runtimes.key,

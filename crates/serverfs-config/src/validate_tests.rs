@@ -21,6 +21,9 @@ fn file(fx: &Fixture, server: &str, agent: &str, workdir: &str) -> Result<Config
 const BRIDGE: &str =
     "enabled = true\nsocket = \"/run/sfs/bridge.sock\"\nlock_dir = \"/run/sfs/locks\"";
 
+/// An `[[agent.acp_profiles]]` table defining `acp-zed`.
+const ZED: &str = "[[agent.acp_profiles]]\nid = \"zed\"\ncommand = \"/opt/zed/bin/zed\"";
+
 /// As `file`, with the Bridge off.
 fn one(fx: &Fixture, server: &str, workdir: &str) -> Result<Config, ConfigError> {
     file(fx, server, "", workdir)
@@ -421,11 +424,23 @@ fn native_runtimes_require_workspace_write() {
             )
         );
     }
+    // An ACP agent edits files through its own tools as well, with no
+    // read-only mode ServerFS could prove (seed 002 §5.4).
+    assert_eq!(
+        message(file(
+            &fx,
+            "",
+            &format!("{BRIDGE}\n{ZED}"),
+            "agent_mode = \"review\"\nagent_runtimes = [\"acp-zed\", \"fake\"]"
+        )),
+        "workdirs[0].agent_runtimes: workdir \"a\": runtime \"acp-zed\" requires agent \
+         mode \"workspace-write\", but the mode is \"review\" (workdirs[0].agent_mode)"
+    );
     assert!(
         with_bridge(
             &fx,
             "",
-            "agent_mode = \"review\"\nagent_runtimes = [\"acp-zed\", \"fake\"]"
+            "agent_mode = \"review\"\nagent_runtimes = [\"fake\"]"
         )
         .is_ok()
     );
@@ -483,9 +498,12 @@ fn inherited_agent_policy_and_explicit_disabled_reset() {
     fx.mkdir("b");
     let config = fx
         .toml(
-            "[server]\nagent_mode = \"review\"\nagent_runtimes = [\"fake\", \"acp-b\", \"acp-a\"]\n\
+            "[server]\nagent_mode = \"workspace-write\"\n\
+             agent_runtimes = [\"fake\", \"acp-b\", \"acp-a\"]\n\
              [agent]\nenabled = true\nsocket = \"/s/bridge.sock\"\nlock_dir = \"/s/locks\"\n\
-             [[workdirs]]\nalias = \"a\"\npath = \"b\"\n\
+             [[agent.acp_profiles]]\nid = \"a\"\ncommand = \"/bin/a\"\n\
+             [[agent.acp_profiles]]\nid = \"b\"\ncommand = \"/bin/b\"\n\
+             [[workdirs]]\nalias = \"a\"\npath = \"b\"\nread_only = false\n\
              [[workdirs]]\nalias = \"b\"\npath = \"b\"\nagent_mode = \"disabled\"\n",
         )
         .unwrap();
@@ -494,7 +512,7 @@ fn inherited_agent_policy_and_explicit_disabled_reset() {
         .iter()
         .map(AgentRuntime::as_str)
         .collect();
-    assert_eq!(config.workdirs[0].agent_mode, AgentMode::Review);
+    assert_eq!(config.workdirs[0].agent_mode, AgentMode::WorkspaceWrite);
     assert_eq!(names, ["acp-a", "acp-b", "fake"]);
     assert_eq!(config.workdirs[1].agent_mode, AgentMode::Disabled);
     assert_eq!(config.workdirs[1].agent_runtimes, []);
@@ -641,11 +659,11 @@ fn bridge_state_dir_defaults_to_xdg_state_home_then_home() {
 fn proxied(fx: &Fixture, proxy: &str) -> Result<Config, ConfigError> {
     fx.mkdir("a");
     fx.toml(&format!(
-        "[agent]\n{BRIDGE}\n{proxy}\n\
+        "[agent]\n{BRIDGE}\n{proxy}\n{ZED}\n\
          [[workdirs]]\nalias = \"a\"\npath = \"a\"\nread_only = false\n\
          agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\", \"codex\"]\n\
-         [[workdirs]]\nalias = \"b\"\npath = \"a\"\n\
-         agent_mode = \"review\"\nagent_runtimes = [\"acp-zed\"]\n"
+         [[workdirs]]\nalias = \"b\"\npath = \"a\"\nread_only = false\n\
+         agent_mode = \"workspace-write\"\nagent_runtimes = [\"acp-zed\"]\n"
     ))
 }
 

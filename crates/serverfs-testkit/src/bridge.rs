@@ -683,10 +683,23 @@ impl Daemon {
         request: &str,
         decision: &str,
     ) -> Result<Value, WireError> {
-        self.call(
-            "task.approval.respond",
-            json!({ "task_id": task_id, "request_id": request, "decision": decision }),
-        )
+        self.respond_option(task_id, request, decision, None)
+    }
+
+    /// `task.approval.respond` with `decision` and, when given, the exact
+    /// option `option_id` of a request that offers options.
+    pub fn respond_option(
+        &self,
+        task_id: &str,
+        request: &str,
+        decision: &str,
+        option_id: Option<&str>,
+    ) -> Result<Value, WireError> {
+        let mut params = json!({ "task_id": task_id, "request_id": request, "decision": decision });
+        if let Some(option_id) = option_id {
+            params["option_id"] = json!(option_id);
+        }
+        self.call("task.approval.respond", params)
     }
 
     /// `task.question.answer` with `answers` for `request`.
@@ -931,6 +944,16 @@ pub fn guards(setup: &Setup) -> Vec<(String, Option<i32>)> {
         .into_iter()
         .map(|(_, record)| (record.task_id, record.provider_pgid))
         .collect()
+}
+
+/// Waits until the MCP side may mutate `demo` again and no recovery guard
+/// is left: the provider of the task ended `after` is proven stopped.
+pub fn wait_workdir_free(setup: &Setup, after: &str) {
+    poll(
+        WAIT,
+        &format!("the workdir to be free after {after}"),
+        || (mcp_mutation(setup).is_ok() && guards(setup).is_empty()).then_some(()),
+    );
 }
 
 /// How long an orphaned process group may take to disappear: once killed,

@@ -5,16 +5,18 @@
 //!   sockets, hard links), plus a sibling "outside" directory holding a
 //!   secret that no read may ever return.
 //! - [`MockModel`]: a scripted model endpoint on 127.0.0.1 speaking the
-//!   OpenAI Responses and Anthropic Messages wire formats, so real agent
-//!   CLIs (Codex, Claude Code) run offline; a [`Script`] of [`Rule`]s
-//!   decides each [`Reply`], and every request is recorded
-//!   ([`RecordedRequest`]) for assertions.
+//!   OpenAI Responses, OpenAI Chat Completions and Anthropic Messages wire
+//!   formats, so real agent CLIs (Codex, Claude Code, OpenCode) run
+//!   offline; a [`Script`] of [`Rule`]s decides each [`Reply`], and every
+//!   request is recorded ([`RecordedRequest`]) for assertions.
 //! - [`mock_codex`]: a scripted Codex App Server (the `mock-codex` binary
 //!   over stdio or a WebSocket daemon, and the in-process
 //!   [`MockCodexDaemon`]) for hermetic tests of the Bridge's Codex adapter.
 //! - [`mock_stream_json`]: scripted fake `claude` and `qodercli` CLIs
 //!   (the `fake-claude` and `fake-qodercli` binaries) speaking the
 //!   stream-json control protocol.
+//! - [`mock_acp`]: a scripted ACP agent (the `fake-acp` binary) for
+//!   hermetic tests of the Bridge's generic ACP runtime.
 //! - [`bridge`]: the real Agent Bridge as a black box (configuration,
 //!   daemon, socket clients, leases and guards), for every crate's tests.
 //! - [`host`]: a recording, scripted [`serverfs_agent_runtime::Host`] for
@@ -29,6 +31,8 @@ pub mod bridge;
 pub mod cgroup;
 mod deadline;
 pub mod host;
+mod jsonl;
+pub mod mock_acp;
 pub mod mock_codex;
 mod mock_model;
 pub mod mock_stream_json;

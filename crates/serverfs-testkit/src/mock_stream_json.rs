@@ -45,7 +45,7 @@
 //! `{"received": <message>}` for each message read.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -133,7 +133,7 @@ pub fn run(cli: Cli) -> ExitCode {
         args,
         log: home.as_ref().map(|home| log_path(home, cli)),
         sessions: home.map(|home| home.join(format!("fake-{}-sessions", cli.name()))),
-        incoming: spawn_reader(),
+        incoming: crate::jsonl::stdin_lines(),
         next_request: 0,
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
@@ -239,20 +239,6 @@ fn check_auth_payload() -> Result<(), String> {
     Ok(())
 }
 
-/// Reads stdin lines on a thread, so the fake can wait with a timeout.
-fn spawn_reader() -> mpsc::Receiver<String> {
-    let (lines, incoming) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    incoming
-}
-
 /// One run of the fake.
 struct Fake {
     cli: Cli,
@@ -267,15 +253,7 @@ type Step<T> = Result<T, String>;
 
 impl Fake {
     fn log(&self, entry: Value) {
-        let Some(path) = &self.log else { return };
-        let Ok(mut file) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        else {
-            return;
-        };
-        let _ = writeln!(file, "{entry}");
+        crate::jsonl::append(self.log.as_deref(), &entry);
     }
 
     fn send(&self, message: &Value) {
@@ -684,14 +662,5 @@ pub fn bridge_setup(cli: Cli) -> crate::bridge::Setup {
 ///
 /// On an unreadable log.
 pub fn read_log(home: &std::path::Path, cli: Cli) -> Vec<Value> {
-    match std::fs::read_to_string(log_path(home, cli)) {
-        Ok(text) => text
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("bad log line {line}: {e}"))
-            })
-            .collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading the fake's log: {error}"),
-    }
+    crate::jsonl::read(&log_path(home, cli), "the fake CLI's log")
 }

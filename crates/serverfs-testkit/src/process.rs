@@ -20,11 +20,7 @@ pub fn stat(pid: u32) -> Option<(u8, i32)> {
 
 /// Every process (zombies included) whose process group is `pgid`.
 pub fn group_members(pgid: i32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    all_pids()
         .filter(|pid| stat(*pid).is_some_and(|(_, group)| group == pgid))
         .collect()
 }
@@ -63,20 +59,40 @@ pub fn is_running(pid: u32) -> bool {
 /// (the Bridge's task marker, say), read from `/proc/<pid>/environ`.
 pub fn running_with_env(name: &str, value: &str) -> Vec<u32> {
     let entry = format!("{name}={value}");
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                environ
-                    .split(|byte| *byte == 0)
-                    .any(|item| item == entry.as_bytes())
-            })
-        })
+    all_pids()
+        .filter(|pid| has_env_entry(*pid, &entry))
         .filter(|pid| is_running(*pid))
         .collect()
+}
+
+/// Live (non-zombie) processes whose command line contains `program` and
+/// whose environment has `HOME=<home>`: the provider processes one test's
+/// Bridge started (its daemon runs with the test's directory as `HOME`),
+/// and no other test's.
+pub fn live_with_home(program: &str, home: &std::path::Path) -> Vec<u32> {
+    let entry = format!("HOME={}", home.display());
+    all_pids()
+        .filter(|pid| cmdline(*pid).contains(program))
+        .filter(|pid| is_running(*pid))
+        .filter(|pid| has_env_entry(*pid, &entry))
+        .collect()
+}
+
+/// Every pid listed in `/proc` (none when it cannot be read).
+fn all_pids() -> impl Iterator<Item = u32> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+}
+
+/// Whether `pid`'s environment holds `entry` (`NAME=value`) exactly.
+fn has_env_entry(pid: u32, entry: &str) -> bool {
+    fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        environ
+            .split(|byte| *byte == 0)
+            .any(|item| item == entry.as_bytes())
+    })
 }
 
 /// Waits (up to 10 s) until at least `count` processes carry `NAME=value`
@@ -150,11 +166,7 @@ fn kill(pid: u32) {
 
 /// The children of `parent` that are zombies (exited, not reaped).
 pub fn zombie_children(parent: u32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    all_pids()
         .filter(|pid| parent_of(*pid) == Some(parent))
         .filter(|pid| matches!(stat(*pid), Some((b'Z', _))))
         .collect()

@@ -7,15 +7,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serverfs_adapter_codex::{CODEX_RUNTIME, CodexAdapter, CodexConfig, CodexTransport};
-use serverfs_adapter_stream_json::{
-    CLAUDE, CLAUDE_RUNTIME, QODER, QODER_RUNTIME, StreamJsonAdapter, StreamJsonConfig,
-};
+use serverfs_adapter_acp::{AcpAdapter, AcpConfig};
+use serverfs_adapter_codex::{CodexAdapter, CodexConfig, CodexTransport};
+use serverfs_adapter_stream_json::{CLAUDE, QODER, StreamJsonAdapter, StreamJsonConfig};
 use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSettings};
-use serverfs_agent_runtime::Adapter;
-use serverfs_agent_runtime::ProxyPolicy;
-use serverfs_agent_runtime::fake::{FAKE_RUNTIME, FakeAdapter};
+use serverfs_agent_runtime::fake::FakeAdapter;
+use serverfs_agent_runtime::{Adapter, Probe, ProxyPolicy};
 use serverfs_config::{AgentRuntime, CodexSettings, Config, select_source};
 use serverfs_lease::{ArtifactAccess, LeaseId};
 
@@ -41,7 +39,12 @@ enum RuntimeSetup {
     Codex(CodexConfig),
     Claude(StreamJsonConfig),
     Qoder(StreamJsonConfig),
+    Acp(AcpConfig),
 }
+
+/// Where the capability snapshots of ACP profiles live: a private
+/// directory of the Bridge's state (created 0700 beside the database).
+const ACP_SNAPSHOT_DIR: &str = "acp-capabilities";
 
 /// Loads the operator's configuration for the Bridge.
 ///
@@ -147,12 +150,47 @@ fn setup(
                 proxy: policy,
             }))
         }
-        AgentRuntime::Acp(_) => Err(format!(
-            "agent_runtimes: runtime {} is not provided by this build of the Agent \
-             Bridge (available: {FAKE_RUNTIME}, {CODEX_RUNTIME}, {CLAUDE_RUNTIME}, \
-             {QODER_RUNTIME})",
-            runtime.as_str()
-        )),
+        AgentRuntime::Acp(name) => {
+            let agent = &config.agent;
+            // Validation allows only configured profiles; a missing one is
+            // refused all the same rather than assumed.
+            let (index, profile) = agent
+                .acp_profiles
+                .iter()
+                .enumerate()
+                .find(|(_, profile)| &profile.runtime == name)
+                .ok_or_else(|| {
+                    format!(
+                        "agent_runtimes: {} is not a configured ACP profile",
+                        name.as_str()
+                    )
+                })?;
+            if !is_executable(&profile.command) {
+                return Err(format!(
+                    "agent.acp_profiles[{index}].command: {} is not an executable file; \
+                     install the agent or correct the path",
+                    profile.command.display()
+                ));
+            }
+            Ok(RuntimeSetup::Acp(AcpConfig {
+                runtime: name.as_str().to_owned(),
+                command: profile.command.clone(),
+                args: profile.args.clone(),
+                env: profile.env.clone(),
+                env_passthrough: profile.env_passthrough.clone(),
+                request_timeout: std::time::Duration::from_millis(profile.request_timeout_ms),
+                probe_timeout: std::time::Duration::from_millis(profile.probe_timeout_ms),
+                shutdown_timeout: std::time::Duration::from_millis(profile.shutdown_timeout_ms),
+                session_scoped_allow_always: profile.session_scoped_allow_always,
+                proxy: policy,
+                snapshot_file: Some(
+                    agent
+                        .state_dir
+                        .join(ACP_SNAPSHOT_DIR)
+                        .join(format!("{}.json", name.as_str())),
+                ),
+            }))
+        }
     }
 }
 
@@ -287,8 +325,49 @@ impl BridgeConfig {
                 RuntimeSetup::Qoder(config) => {
                     Arc::new(StreamJsonAdapter::new(&QODER, config.clone()))
                 }
+                RuntimeSetup::Acp(config) => Arc::new(AcpAdapter::new(config.clone())),
             }
         }))
+    }
+
+    /// The ACP runtimes, each with its adapter (for `probe` and the
+    /// report).
+    fn acp_adapters(&self) -> Vec<AcpAdapter> {
+        self.setups
+            .iter()
+            .filter_map(|setup| match setup {
+                RuntimeSetup::Acp(config) => Some(AcpAdapter::new(config.clone())),
+                RuntimeSetup::Fake(_)
+                | RuntimeSetup::Codex(_)
+                | RuntimeSetup::Claude(_)
+                | RuntimeSetup::Qoder(_) => None,
+            })
+            .collect()
+    }
+
+    /// `probe`: measures every ACP runtime's capabilities with a bounded
+    /// spawn, `initialize` and shutdown (no session, no inference), and
+    /// prints one `runtime.list` descriptor per runtime as a JSON line, or
+    /// the refusal. `false` when any probe failed.
+    pub async fn probe(&self) -> bool {
+        let mut all = true;
+        for adapter in self.acp_adapters() {
+            match adapter.measure().await {
+                Ok(()) => {
+                    let probe = adapter.probe().await;
+                    let info = adapter.runtime_info(&probe);
+                    println!(
+                        "{}",
+                        serde_json::to_string(&info).unwrap_or_else(|_| info.name.clone())
+                    );
+                }
+                Err(error) => {
+                    all = false;
+                    println!("{}: probe failed: {error}", adapter.name());
+                }
+            }
+        }
+        all
     }
 
     /// The `check-config` report: paths, peer, limits, runtimes and the
@@ -331,6 +410,21 @@ impl BridgeConfig {
             list_or_none(&self.runtimes.iter().map(String::as_str).collect::<Vec<_>>()),
             list_or_none(&proxied),
         );
+        for adapter in self.acp_adapters() {
+            // What list_agent_runtimes reports, without starting anything.
+            let info = adapter.runtime_info(&Probe {
+                available: true,
+                version: None,
+            });
+            let measured = match info.capabilities_measured_at {
+                Some(at) => format!(
+                    "measured at {at} (epoch ms): persistent_session {}, model_override {}",
+                    info.persistent_session, info.model_override
+                ),
+                None => "unmeasured (run `serverfs-agent-bridge probe`)".to_owned(),
+            };
+            let _ = writeln!(out, "  {}: ACP, capabilities {measured}", info.name);
+        }
         let _ = writeln!(out, "workdirs:");
         for workdir in &self.config.workdirs {
             let runtimes: Vec<&str> = workdir

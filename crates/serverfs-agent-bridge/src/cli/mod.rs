@@ -1,5 +1,5 @@
-//! Command line of `serverfs-agent-bridge`: `serve`, `check-config` and
-//! `inspect`, all reading the operator's one source of truth (the same
+//! Command line of `serverfs-agent-bridge`: `serve`, `check-config`,
+//! `inspect` and `probe`, all reading the operator's one source of truth (the same
 //! `serverfs.toml` or `.env`-style variables `serverfs` reads).
 
 mod bridge_config;
@@ -43,6 +43,11 @@ enum Command {
     /// Print a summary of tasks, pending requests and recovery guards
     /// (no prompts, answers, responses or host paths), then exit.
     Inspect(InspectArgs),
+    /// Measure the capabilities of every allowed ACP runtime: start each
+    /// agent, `initialize`, stop it (no session, no inference), record and
+    /// print what it advertised (one JSON descriptor per line); exit 1 if
+    /// any probe failed.
+    Probe(ConfigArgs),
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +81,30 @@ pub fn run() -> ExitCode {
             Err(message) => config_error(&message),
         },
         Command::Inspect(args) => inspect::run(args.config.config, &env, args.limit),
+        Command::Probe(args) => match bridge_config::load(args.config, &env) {
+            Ok(config) => probe(&config),
+            Err(message) => config_error(&message),
+        },
+    }
+}
+
+/// Runs `probe` on a runtime of its own (the commands besides `serve` are
+/// synchronous).
+fn probe(config: &bridge_config::BridgeConfig) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("serverfs-agent-bridge: no async runtime for the probe: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if runtime.block_on(config.probe()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

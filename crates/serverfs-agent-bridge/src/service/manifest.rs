@@ -11,11 +11,32 @@ use crate::store::sha256_hex;
 /// The manifest schema this Bridge writes.
 const MANIFEST_SCHEMA_VERSION: u32 = 2;
 
-/// Lowercase hex SHA-256 of `value`'s canonical JSON: keys sorted
-/// (`serde_json`'s map is ordered), compact, UTF-8 (`serde_json` cannot
-/// produce NaN, so the text is always valid).
+/// Lowercase hex SHA-256 of `value`'s canonical JSON: keys sorted at every
+/// level, compact, UTF-8 (`serde_json` cannot produce NaN, so the text is
+/// always valid).
 pub fn sha256_of_canonical(value: &Value) -> String {
-    sha256_hex(value.to_string().as_bytes())
+    sha256_hex(with_sorted_keys(value).to_string().as_bytes())
+}
+
+/// `value` with every object's keys in byte order. `serde_json`'s map keeps
+/// insertion order once any crate of the build enables its
+/// `preserve_order` feature (the ACP schema crate does), so the order is
+/// made here rather than left to the map type.
+fn with_sorted_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by_key(|(key, _)| *key);
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), with_sorted_keys(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(with_sorted_keys).collect()),
+        other => other.clone(),
+    }
 }
 
 /// What identifies a submission for idempotency: equal fingerprints mean
@@ -131,9 +152,10 @@ mod tests {
 
     use super::*;
 
-    /// The digests rely on `serde_json` sorting object keys; a dependency
-    /// enabling its `preserve_order` feature would silently change every
-    /// fingerprint and manifest digest. This pins the canonical form.
+    /// The digests must not depend on `serde_json`'s map order, which a
+    /// dependency enabling `preserve_order` changes (the Bridge's build
+    /// has it, through the ACP schema crate): that would silently change
+    /// every fingerprint and manifest digest. This pins the canonical form.
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
         let written_unsorted = json!({ "b": 1, "a": { "d": [2, { "f": 3, "e": 4 }], "c": null } });

@@ -214,7 +214,7 @@ impl Core {
         let mut runtimes = Vec::new();
         for adapter in self.runtimes.iter() {
             let probe = adapter.probe().await;
-            runtimes.push(adapter.capabilities().runtime_info(adapter.name(), &probe));
+            runtimes.push(adapter.runtime_info(&probe));
         }
         runtimes.sort_by(|a, b| a.name.cmp(&b.name));
         RuntimeListResult { runtimes }

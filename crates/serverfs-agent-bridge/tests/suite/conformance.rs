@@ -13,9 +13,10 @@
 //!
 //! Rigs: the fake runtime, Codex over stdio and over the daemon socket
 //! (the scripted mock App Server), Claude Code and Qoder (the scripted
-//! fake CLIs). Adding a runtime is one rig and one line in
-//! [`runtime_test!`]; a case a runtime cannot express (no live steering)
-//! skips with a printed reason.
+//! fake CLIs), and an ACP profile (the scripted ACP agent). Adding a
+//! runtime is one rig and one line in [`runtime_test!`]; a case a runtime
+//! cannot express (no live steering, no questions: both absent from ACP
+//! v1) skips with a printed reason, decided by what `runtime.list` says.
 
 use serde_json::{Value, json};
 use serverfs_agent_bridge::store::{StateDir, Store, StoreLimits};
@@ -23,6 +24,7 @@ use serverfs_testkit::MockCodexDaemon;
 use serverfs_testkit::bridge::{
     Daemon, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
 };
+use serverfs_testkit::mock_acp::{self, Profile};
 use serverfs_testkit::mock_codex::rig::{Transport, codex_setup, start_mock_daemon};
 use serverfs_testkit::mock_stream_json::{self, Cli};
 
@@ -54,6 +56,11 @@ macro_rules! runtime_test {
             #[test]
             fn qoder() {
                 super::$case(&super::StreamJson(super::Cli::Qoder));
+            }
+
+            #[test]
+            fn acp() {
+                super::$case(&super::Acp);
             }
         }
     )*};
@@ -147,12 +154,7 @@ impl RuntimeRig for Fake {
     }
 
     fn start(&self) -> Running {
-        let setup = Setup::new();
-        Running {
-            bridge: setup.start_serving(),
-            beside: None,
-            setup,
-        }
+        Running::serving(Setup::new())
     }
 
     fn prompt(&self, script: Script) -> &'static str {
@@ -232,6 +234,21 @@ impl RuntimeRig for Codex {
     }
 }
 
+/// The prompt of the scripted fake CLIs and the fake ACP agent, which pick
+/// their scenario by the same keywords (`mock_stream_json`, `mock_acp`).
+fn keyword(script: Script) -> &'static str {
+    match script {
+        Script::Complete => "conformance",
+        Script::Approval => "approval",
+        Script::Question => "question",
+        Script::Steer => "steer",
+        Script::Wait => "wait",
+        Script::Withdraw => "withdraw",
+        Script::Fail => "error",
+        Script::Drop => "eof",
+    }
+}
+
 /// Claude Code or Qoder on the scripted fake CLI.
 struct StreamJson(Cli);
 
@@ -241,26 +258,11 @@ impl RuntimeRig for StreamJson {
     }
 
     fn start(&self) -> Running {
-        let setup = mock_stream_json::bridge_setup(self.0);
-        Running {
-            bridge: setup.start_serving(),
-            beside: None,
-            setup,
-        }
+        Running::serving(mock_stream_json::bridge_setup(self.0))
     }
 
     fn prompt(&self, script: Script) -> &'static str {
-        // The fake picks its scenario by keyword (`mock_stream_json`).
-        match script {
-            Script::Complete => "conformance",
-            Script::Approval => "approval",
-            Script::Question => "question",
-            Script::Steer => "steer",
-            Script::Wait => "wait",
-            Script::Withdraw => "withdraw",
-            Script::Fail => "error",
-            Script::Drop => "eof",
-        }
+        keyword(script)
     }
 
     fn completed_text(&self) -> &'static str {
@@ -281,7 +283,57 @@ impl RuntimeRig for StreamJson {
     }
 }
 
+/// An ACP profile on the scripted ACP agent, its "allow always" marked
+/// session-scoped so that `approve_session` is offered.
+struct Acp;
+
+impl RuntimeRig for Acp {
+    fn runtime(&self) -> &'static str {
+        "acp-mock"
+    }
+
+    fn start(&self) -> Running {
+        Running::serving(mock_acp::bridge_setup(&[Profile::new()]))
+    }
+
+    fn prompt(&self, script: Script) -> &'static str {
+        keyword(script)
+    }
+
+    fn completed_text(&self) -> &'static str {
+        "done:conformance"
+    }
+
+    fn approval_text(&self, decision: &str) -> String {
+        // The agent's own option ids, as the fake offers them.
+        match decision {
+            "approve_session" => "approval:always",
+            "deny" => "approval:reject",
+            _ => "approval:once",
+        }
+        .to_owned()
+    }
+}
+
 impl Running {
+    /// A Bridge serving `setup`, with nothing beside it.
+    fn serving(setup: Setup) -> Running {
+        Running {
+            bridge: setup.start_serving(),
+            beside: None,
+            setup,
+        }
+    }
+
+    /// Whether `runtime.list` says the rig's runtime has `capability`.
+    fn runtime_can(&self, rig: &dyn RuntimeRig, capability: &str) -> bool {
+        let runtimes = self.bridge.ok("runtime.list", json!({}));
+        runtimes["runtimes"]
+            .as_array()
+            .and_then(|list| list.iter().find(|r| r["name"] == rig.runtime()))
+            .is_some_and(|runtime| runtime[capability] == true)
+    }
+
     /// Submits `prompt` for `rig`'s runtime on `demo`, with `extra` params
     /// merged in, retrying while an earlier task still holds the lease.
     fn submit(&self, rig: &dyn RuntimeRig, prompt: &str, extra: Value) -> String {
@@ -381,9 +433,24 @@ fn answer_approval(rig: &dyn RuntimeRig, running: &Running, decision: &str) -> (
             .is_some_and(|d| d.contains(&json!(decision))),
         "{decision} is not offered: {offered}"
     );
+    // A request with exact options is answered with the agent's option of
+    // the kind the decision stands for, as a client shows them.
+    let option = pending["payload"]["options"]
+        .as_array()
+        .and_then(|options| {
+            options.iter().find(|option| {
+                matches!(
+                    (option["kind"].as_str(), decision),
+                    (Some("allow_once"), "approve_once")
+                        | (Some("allow_always"), "approve_session")
+                        | (Some("reject_once"), "deny")
+                )
+            })
+        });
+    let option_id = option.and_then(|option| option["option_id"].as_str());
     let resolved = running
         .bridge
-        .respond(&task, &request_id(&pending), decision)
+        .respond_option(&task, &request_id(&pending), decision, option_id)
         .unwrap_or_else(|error| panic!("{decision}: {error}"));
     assert_eq!(resolved["resolved"], true, "{resolved}");
     (task.clone(), running.bridge.wait_terminal(&task))
@@ -428,6 +495,10 @@ fn cancel_task_decision(rig: &dyn RuntimeRig) {
 
 fn question(rig: &dyn RuntimeRig) {
     let running = rig.start();
+    if !running.runtime_can(rig, "interactive_question") {
+        eprintln!("{}: no questions, nothing to check", rig.runtime());
+        return;
+    }
     let task = running.submit(rig, rig.prompt(Script::Question), json!({}));
     let pending = running.bridge.wait_pending(&task);
     assert_eq!(pending["kind"], "question", "{pending}");
@@ -458,12 +529,7 @@ fn question(rig: &dyn RuntimeRig) {
 
 fn steer(rig: &dyn RuntimeRig) {
     let running = rig.start();
-    let runtimes = running.bridge.ok("runtime.list", json!({}));
-    let steerable = runtimes["runtimes"]
-        .as_array()
-        .and_then(|list| list.iter().find(|r| r["name"] == rig.runtime()))
-        .is_some_and(|runtime| runtime["live_steer"] == true);
-    if !steerable {
+    if !running.runtime_can(rig, "live_steer") {
         eprintln!("{}: no live steering, nothing to check", rig.runtime());
         return;
     }

@@ -105,7 +105,7 @@ fn a_relative_state_dir_is_refused() {
 }
 
 #[test]
-fn a_runtime_this_build_lacks_is_refused() {
+fn an_acp_runtime_needs_its_profile_and_its_executable() {
     let setup = Setup::new().without_workdirs().workdir(Workdir::new(
         "demo",
         "workspace-write",
@@ -113,7 +113,18 @@ fn a_runtime_this_build_lacks_is_refused() {
     ));
     assert_config_error(
         &setup,
-        "runtime acp-opencode is not provided by this build",
+        "runtime \"acp-opencode\" is not a configured ACP profile",
+        &[],
+    );
+    // The profile's executable is checked when the Bridge starts, not
+    // when its first task fails.
+    let setup = setup.agent(
+        "acp_profiles",
+        r#"[{ id = "opencode", command = "/nonexistent/opencode", args = ["acp"] }]"#,
+    );
+    assert_config_error(
+        &setup,
+        "agent.acp_profiles[0].command: /nonexistent/opencode is not an executable file",
         &[],
     );
 }

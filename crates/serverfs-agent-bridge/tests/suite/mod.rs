@@ -1,5 +1,6 @@
 //! One module per concern; `daemon` holds the Bridge harness.
 
+mod acp;
 mod codex;
 mod conformance;
 mod daemon_cli;

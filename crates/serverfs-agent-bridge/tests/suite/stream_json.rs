@@ -11,10 +11,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use serverfs_testkit::bridge::{
-    Daemon, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
+    Daemon, Setup, WAIT, assert_in_order, count, poll, request_id, wait_workdir_free,
 };
 use serverfs_testkit::mock_stream_json::{self, Cli, SLOW_INIT_VARIABLE, read_log};
-use serverfs_testkit::process::cmdline;
+use serverfs_testkit::process::live_with_home;
 
 /// Runs each named scenario, a `fn(Cli)`, once per CLI.
 macro_rules! both_clis {
@@ -142,34 +142,13 @@ fn base_argv(cli: Cli) -> Vec<String> {
     argv.iter().map(|arg| (*arg).to_owned()).collect()
 }
 
-/// Live fake-CLI processes (zombies excluded) whose HOME is `setup`'s.
+/// Live fake-CLI processes (zombies excluded) of `setup`'s Bridge.
 fn fake_processes(setup: &Setup, cli: Cli) -> Vec<u32> {
     let program = match cli {
         Cli::Claude => "fake-claude",
         Cli::Qoder => "fake-qodercli",
     };
-    let home = format!("HOME={}", setup.root().display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| cmdline(*pid).contains(program))
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| {
-                    env.split(|byte| *byte == 0)
-                        .any(|var| var == home.as_bytes())
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-fn wait_workdir_free(setup: &Setup, after: &str) {
-    poll(
-        WAIT,
-        &format!("the workdir to be free after {after}"),
-        || (mcp_mutation(setup).is_ok() && guards(setup).is_empty()).then_some(()),
-    );
+    live_with_home(program, setup.root())
 }
 
 fn a_turn_runs_in_native_mode(cli: Cli) {

@@ -96,8 +96,8 @@ pub use interaction::{
 pub use method::{BridgeCall, BridgeMethod, BridgeRequest};
 pub use result::{ResultStorage, ResultSummary, TaskResultChunk, TaskResultReadParams};
 pub use runtime::{
-    CatalogScope, CatalogStatus, InFlightRecovery, ModelCatalog, ModelDiscovery, ModelInfo,
-    RuntimeInfo, RuntimeListParams, RuntimeListResult, RuntimeModelsParams,
+    CapabilityState, CatalogScope, CatalogStatus, InFlightRecovery, ModelCatalog, ModelDiscovery,
+    ModelInfo, RuntimeInfo, RuntimeListParams, RuntimeListResult, RuntimeModelsParams,
 };
 pub use schema::json_schemas;
 pub use task::{

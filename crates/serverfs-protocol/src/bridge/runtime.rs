@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Advice;
 use super::field::{Nullable, present, present_value};
 use super::task::AgentProfile;
+use super::{Advice, EpochMillis};
 
 /// `runtime.list` parameters: none (`params` must be `{}`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -53,6 +53,41 @@ pub struct RuntimeInfo {
     pub model_override: bool,
     /// How `runtime.models` discovers models.
     pub model_discovery: ModelDiscovery,
+    /// How the capability flags above were established, for a runtime
+    /// that measures them from its provider (an ACP profile): `unmeasured`
+    /// (conservative flags, no successful handshake yet) or `measured`.
+    /// Absent for a runtime whose flags are fixed by its adapter (every
+    /// native runtime); never `null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(with = "CapabilityState")]
+    pub capability_state: Option<CapabilityState>,
+    /// When the capabilities were measured (epoch ms); present exactly when
+    /// `capability_state` is `measured`, never `null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(with = "EpochMillis")]
+    pub capabilities_measured_at: Option<EpochMillis>,
+}
+
+/// Whether a runtime's capability flags come from a measurement of its
+/// provider (seed 002 §8.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapabilityState {
+    /// No handshake with the provider succeeded yet: the flags are the
+    /// conservative ones (`false`, `none`, `unsupported`), which do not mean
+    /// that the provider lacks the capability.
+    Unmeasured,
+    /// The flags are what the provider advertised in its last successful
+    /// handshake, at `capabilities_measured_at`.
+    Measured,
 }
 
 /// What of an in-flight task a runtime can recover after a Bridge restart.

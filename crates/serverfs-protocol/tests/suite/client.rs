@@ -154,6 +154,8 @@ fn codex() -> RuntimeInfo {
         in_flight_recovery: InFlightRecovery::SessionResume,
         model_override: true,
         model_discovery: ModelDiscovery::RuntimeCatalog,
+        capability_state: None,
+        capabilities_measured_at: None,
     }
 }
 

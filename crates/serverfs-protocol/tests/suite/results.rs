@@ -4,13 +4,13 @@
 use serde_json::{Map, Value, json};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
-    ApprovalPayload, ApprovalResolution, BridgeCall, BridgeErrorCode, CatalogScope, CatalogStatus,
-    FileChange, InFlightRecovery, Interaction, InteractionKind, InteractionResolved,
-    InteractionStatus, LiteralTrue, ModelCatalog, ModelDiscovery, ModelInfo, PendingInteraction,
-    ProtocolError, Question, QuestionAnswer, QuestionOption, QuestionPayload, QuestionResolution,
-    RequestedPermission, ResultStorage, ResultSummary, RuntimeInfo, RuntimeListResult,
-    TaskCancelResult, TaskGetParams, TaskMessageSendResult, TaskResultChunk, TaskStatus,
-    TaskSubmitResult, TaskView,
+    ApprovalPayload, ApprovalResolution, BridgeCall, BridgeErrorCode, CapabilityState,
+    CatalogScope, CatalogStatus, FileChange, InFlightRecovery, Interaction, InteractionKind,
+    InteractionResolved, InteractionStatus, LiteralTrue, ModelCatalog, ModelDiscovery, ModelInfo,
+    PendingInteraction, ProtocolError, Question, QuestionAnswer, QuestionOption, QuestionPayload,
+    QuestionResolution, RequestedPermission, ResultStorage, ResultSummary, RuntimeInfo,
+    RuntimeListResult, TaskCancelResult, TaskGetParams, TaskMessageSendResult, TaskResultChunk,
+    TaskStatus, TaskSubmitResult, TaskView,
 };
 
 use super::{folds, object, pin, refuses};
@@ -42,6 +42,8 @@ fn codex() -> (RuntimeInfo, Value) {
             in_flight_recovery: InFlightRecovery::SessionResume,
             model_override: true,
             model_discovery: ModelDiscovery::RuntimeCatalog,
+            capability_state: None,
+            capabilities_measured_at: None,
         },
         json!({
             "name": "codex", "available": true, "version": "0.160.0",
@@ -95,6 +97,40 @@ fn runtime_list() {
     refuses::<RuntimeInfo>(with(&json, "in_flight_recovery", json!("session_resume")));
     refuses::<RuntimeInfo>(with(&json, "healthy", json!(true)));
     refuses::<RuntimeListResult>(json!({ "runtimes": [], "count": 0 }));
+}
+
+#[test]
+fn measured_capabilities_are_additive() {
+    let (info, json) = codex();
+    // A runtime whose flags come from its provider says how they were
+    // established; a native runtime's descriptor stays as it was.
+    pin(
+        &RuntimeInfo {
+            name: "acp-opencode".into(),
+            capability_state: Some(CapabilityState::Measured),
+            capabilities_measured_at: Some(1_764_633_600_000),
+            ..info.clone()
+        },
+        with(
+            &with(
+                &with(&json, "name", json!("acp-opencode")),
+                "capability_state",
+                json!("measured"),
+            ),
+            "capabilities_measured_at",
+            json!(1_764_633_600_000_i64),
+        ),
+    );
+    pin(
+        &RuntimeInfo {
+            capability_state: Some(CapabilityState::Unmeasured),
+            ..info
+        },
+        with(&json, "capability_state", json!("unmeasured")),
+    );
+    refuses::<RuntimeInfo>(with(&json, "capability_state", Value::Null));
+    refuses::<RuntimeInfo>(with(&json, "capability_state", json!("guessed")));
+    refuses::<RuntimeInfo>(with(&json, "capabilities_measured_at", Value::Null));
 }
 
 fn minimal_model() -> (ModelInfo, Value) {

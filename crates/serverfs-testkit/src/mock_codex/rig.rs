@@ -75,16 +75,7 @@ pub fn start_mock_daemon(home: &Path) -> MockCodexDaemon {
 ///
 /// On an unreadable log.
 pub fn message_log(home: &Path) -> Vec<serde_json::Value> {
-    match std::fs::read_to_string(home.join(MESSAGE_LOG_FILE)) {
-        Ok(text) => text
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("bad log line {line}: {e}"))
-            })
-            .collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading the mock's log: {error}"),
-    }
+    crate::jsonl::read(&home.join(MESSAGE_LOG_FILE), "the mock's log")
 }
 
 /// A path as a TOML string.

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::http::Event;
-use super::script::Reply;
+use super::script::{Reply, flat_tool_name as tool_name};
 
 /// The SSE events of a streamed reply; `n` numbers the ids (`msg_n`,
 /// `toolu_n`), `model` is echoed from the request.
@@ -68,15 +68,6 @@ pub(crate) fn stream(reply: &Reply, n: u64, model: &str) -> Vec<Event> {
         ),
         event("message_stop", json!({"type": "message_stop"})),
     ]
-}
-
-/// A tool call's name in a dialect without namespaces:
-/// `<namespace>__<name>`, or the name alone.
-fn tool_name(name: &str, namespace: Option<&str>) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}__{name}"),
-        None => name.to_owned(),
-    }
 }
 
 /// The status and JSON body of a non-streaming reply (`stream` absent or

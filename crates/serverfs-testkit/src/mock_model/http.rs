@@ -234,6 +234,21 @@ pub(crate) fn write_sse<W: Write>(out: &mut W, events: &[Event]) -> io::Result<(
     out.flush()
 }
 
+/// Writes a complete `200 text/event-stream` response of `data:` lines
+/// only (the Chat Completions shape), ended by `data: [DONE]`. The caller
+/// closes the connection afterwards.
+pub(crate) fn write_data_sse<W: Write>(out: &mut W, data: &[Value]) -> io::Result<()> {
+    let mut text = String::from(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+    );
+    for item in data {
+        text.push_str(&format!("data: {item}\n\n"));
+    }
+    text.push_str("data: [DONE]\n\n");
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
 /// Writes a complete JSON response with its length.
 pub(crate) fn write_json<W: Write>(out: &mut W, status: u16, body: &Value) -> io::Result<()> {
     let body = body.to_string();

@@ -6,6 +6,7 @@
 //! and a thread per connection keeps slow (delayed) replies independent.
 
 mod anthropic;
+mod chat;
 mod http;
 mod responses;
 mod script;
@@ -38,6 +39,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(30);
 /// | request | answer |
 /// |---|---|
 /// | `POST /v1/responses` | OpenAI Responses SSE from the [`Script`] |
+/// | `POST /v1/chat/completions` | OpenAI Chat Completions chunks (`data:` lines, then `data: [DONE]`) from the script, or one JSON completion when `stream` is not `true`; a failure is an HTTP error |
 /// | `POST /v1/messages` (any query, e.g. `?beta=true`) | Anthropic Messages SSE from the script, or one JSON message when `stream` is not `true` |
 /// | `POST /v1/messages/count_tokens` | `{"input_tokens": N}` |
 /// | `GET /v1/models` | `{"data": [], "has_more": false}` |
@@ -156,7 +158,9 @@ impl MockModel {
     }
 
     /// The OpenAI-style base URL, `http://127.0.0.1:PORT/v1`: Codex's
-    /// `model_providers.<id>.base_url` (it appends `/responses`).
+    /// `model_providers.<id>.base_url` (it appends `/responses`), and an
+    /// OpenAI-compatible provider's `baseURL` (it appends
+    /// `/chat/completions`).
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.origin())
     }
@@ -318,6 +322,7 @@ fn respond(out: &mut TcpStream, request: HttpRequest, shared: &Shared) -> io::Re
 
     let route = match (method.as_str(), path.as_str()) {
         ("POST", "/v1/responses") => Route::Responses,
+        ("POST", "/v1/chat/completions") => Route::Chat,
         ("POST", "/v1/messages") => Route::Messages,
         ("POST", "/v1/messages/count_tokens") => {
             return http::write_json(out, 200, &anthropic::count_tokens(body_bytes));
@@ -340,6 +345,7 @@ fn respond(out: &mut TcpStream, request: HttpRequest, shared: &Shared) -> io::Re
     let exchange = match route {
         Route::Responses => Exchange::from_responses(&body),
         Route::Messages => Exchange::from_anthropic(&body),
+        Route::Chat => Exchange::from_chat(&body),
     };
     let (delay, reply) = shared.script.reply_for(&exchange).split_delay();
     if !delay.is_zero() && !shared.sleep(delay) {
@@ -358,14 +364,29 @@ fn respond(out: &mut TcpStream, request: HttpRequest, shared: &Shared) -> io::Re
                 http::write_json(out, status, &message)
             }
         }
+        Route::Chat => {
+            let model = body["model"].as_str().unwrap_or("mock-model");
+            if body["stream"] != true {
+                let (status, completion) = chat::completion(reply, n, model);
+                return http::write_json(out, status, &completion);
+            }
+            match chat::chunks(reply, n, model) {
+                Some(chunks) => http::write_data_sse(out, &chunks),
+                None => {
+                    let (status, error) = chat::failure(reply);
+                    http::write_json(out, status, &error)
+                }
+            }
+        }
     }
 }
 
-/// The two scripted endpoints.
+/// The scripted endpoints.
 #[derive(Clone, Copy)]
 enum Route {
     Responses,
     Messages,
+    Chat,
 }
 
 /// An error body both dialects parse: Anthropic reads `type` and

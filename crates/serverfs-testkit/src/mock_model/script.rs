@@ -237,6 +237,30 @@ impl Exchange {
         }
     }
 
+    /// Reads an OpenAI Chat Completions request body: the last `user`
+    /// message and the `tool` messages (tool results) after it.
+    pub(crate) fn from_chat(body: &Value) -> Exchange {
+        let messages = body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let last_user = messages
+            .iter()
+            .rposition(|message| message["role"] == "user");
+        let user_text = last_user
+            .map(|i| text_of(&messages[i]["content"], &["text"]))
+            .unwrap_or_default();
+        let after = last_user.map_or(0, |i| i + 1);
+        let tool_results = messages[after..]
+            .iter()
+            .filter(|message| message["role"] == "tool")
+            .count();
+        Exchange {
+            user_text,
+            tool_results,
+        }
+    }
+
     /// Reads an Anthropic Messages request body. Tool results travel in
     /// `user` messages too, and Claude Code may add text (reminders) beside
     /// them, so a user message holding a `tool_result` block never starts
@@ -403,5 +427,14 @@ mod tests {
             reply.split_delay(),
             (Duration::from_millis(12), &Reply::text("x"))
         );
+    }
+}
+
+/// A tool call's name in a dialect without namespaces (Anthropic
+/// Messages, Chat Completions): `<namespace>__<name>`, or the name alone.
+pub(super) fn flat_tool_name(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}__{name}"),
+        None => name.to_owned(),
     }
 }

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serverfs_testkit::{MockModel, RecordedRequest, Reply, Rule, Script};
 
-use crate::common::{SseEvent, get, parse_sse, post, send_raw};
+use crate::common::{HttpResponse, SseEvent, get, parse_sse, post, send_raw};
 
 fn user(text: &str) -> Value {
     json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
@@ -163,6 +163,88 @@ fn responses_tool_call_first_then_text_after_its_output() {
     )
     .events();
     assert_eq!(third[1].json()["item"]["call_id"], "call_3");
+}
+
+fn chat(messages: Value, stream: bool) -> Value {
+    json!({"model": "mock-model", "stream": stream, "messages": messages, "tools": []})
+}
+
+/// Chat Completions streams are `data:` lines only, ended by `[DONE]`:
+/// the data of every event, the terminator checked and dropped.
+fn chat_chunks(response: &HttpResponse) -> Vec<Value> {
+    let events = response.events();
+    assert!(events.iter().all(|e| e.event == "message"), "{events:?}");
+    let (last, chunks) = events.split_last().expect("a chunk");
+    assert_eq!(last.data, "[DONE]");
+    chunks.iter().map(SseEvent::json).collect()
+}
+
+#[test]
+fn chat_completions_tool_call_then_text_after_the_tool_result() {
+    let model = MockModel::start(make_file_script()).unwrap();
+    let first = post(
+        model.addr(),
+        "/v1/chat/completions",
+        &chat(
+            json!([{"role": "system", "content": "be brief"},
+                     {"role": "user", "content": [{"type": "text", "text": "please make-file"}]}]),
+            true,
+        ),
+    );
+    let chunks = chat_chunks(&first);
+    assert_eq!(
+        chunks[0]["choices"][0]["delta"],
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "exec_command", "arguments": ""}}]})
+    );
+    assert_eq!(
+        chunks[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
+        "{\"cmd\":\"echo hi > created_by_mock.txt\"}"
+    );
+    assert_eq!(chunks[2]["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(chunks[3]["choices"], json!([]), "the usage chunk");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl_1")
+    );
+
+    let second = post(
+        model.addr(),
+        "/v1/chat/completions",
+        &chat(
+            json!([{"role": "user", "content": "please make-file"},
+                     {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+                         "function": {"name": "exec_command", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]),
+            true,
+        ),
+    );
+    let chunks = chat_chunks(&second);
+    assert_eq!(chunks[1]["choices"][0]["delta"], json!({"content": "DONE"}));
+    assert_eq!(chunks[2]["choices"][0]["finish_reason"], "stop");
+
+    // Not streamed: one completion; a failure is an HTTP error.
+    let plain = post(
+        model.addr(),
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "hi"}]), false),
+    );
+    assert_eq!(plain.status, 200);
+    assert_eq!(
+        plain.json()["choices"][0]["message"],
+        json!({"role": "assistant", "content": "MOCK_DONE"})
+    );
+    let failing =
+        MockModel::start(Script::new().fallback(Reply::fail("rate_limit_exceeded", "slow down")))
+            .unwrap();
+    let refused = post(
+        failing.addr(),
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "x"}]), true),
+    );
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.json()["error"]["message"], "slow down");
 }
 
 #[test]
@@ -444,13 +526,13 @@ fn anthropic_side_endpoints() {
 #[test]
 fn unknown_routes_are_404_with_a_json_error_and_recorded() {
     let model = MockModel::start(Script::new()).unwrap();
-    let response = post(model.addr(), "/v1/chat/completions", &json!({"x": 1}));
+    let response = post(model.addr(), "/v1/completions", &json!({"x": 1}));
     assert_eq!(response.status, 404);
     assert_eq!(response.header("connection"), Some("close"));
     assert_eq!(
         response.json(),
         json!({"type": "error", "error": {"type": "not_found_error", "code": "not_found",
-            "message": "mock model: no route for POST /v1/chat/completions"}})
+            "message": "mock model: no route for POST /v1/completions"}})
     );
     // The right path with the wrong method is unknown too.
     assert_eq!(get(model.addr(), "/v1/responses").status, 404);
@@ -464,7 +546,7 @@ fn unknown_routes_are_404_with_a_json_error_and_recorded() {
         [
             (
                 "POST".to_owned(),
-                "/v1/chat/completions".to_owned(),
+                "/v1/completions".to_owned(),
                 json!({"x": 1})
             ),
             ("GET".to_owned(), "/v1/responses".to_owned(), Value::Null),

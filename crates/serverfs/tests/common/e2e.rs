@@ -125,16 +125,27 @@ impl AgentRig {
 
     /// Answers the pending request of `view` with `decision`.
     pub async fn respond(&self, task: &str, view: &Value, decision: &str) {
-        self.server
-            .ok(
-                "respond_agent_approval",
-                json!({
-                    "task_id": task,
-                    "request_id": view["pending_request"]["request_id"],
-                    "decision": decision,
-                }),
-            )
-            .await;
+        self.respond_option(task, view, decision, None).await;
+    }
+
+    /// Answers the pending request of `view` with `decision` and, for a
+    /// request listing the agent's own options, the chosen `option_id`.
+    pub async fn respond_option(
+        &self,
+        task: &str,
+        view: &Value,
+        decision: &str,
+        option_id: Option<&str>,
+    ) {
+        let mut args = json!({
+            "task_id": task,
+            "request_id": view["pending_request"]["request_id"],
+            "decision": decision,
+        });
+        if let Some(option_id) = option_id {
+            args["option_id"] = json!(option_id);
+        }
+        self.server.ok("respond_agent_approval", args).await;
     }
 
     /// Waits until the agent has called the model (its turn is in flight).
@@ -207,6 +218,29 @@ impl AgentRig {
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// Submits `prompt` (one the model answers only after a long pause),
+    /// cancels the task once the model was asked, and checks that no agent
+    /// process outlives the cancel and the workdir is writable again (the
+    /// writer lease is released once the provider is gone).
+    pub async fn cancel_mid_turn(&self, prompt: &str) {
+        let task = self.submit(json!({ "prompt": prompt })).await;
+        // The model has been asked: the turn is in flight.
+        self.model_asked().await;
+        assert!(
+            !self.agent_processes().is_empty(),
+            "no {} process seen",
+            self.process_name
+        );
+        let cancelled = self
+            .server
+            .ok("cancel_agent_task", json!({ "task_id": task }))
+            .await;
+        assert_eq!(cancelled["status"], "cancelled");
+        self.wait_no_agent_process("the cancel").await;
+        self.wait_writable("the cancel").await;
+        assert_eq!(self.task(&task).await["status"], "cancelled");
     }
 
     /// Kills the Bridge mid-turn, checks the tools say so, waits for the

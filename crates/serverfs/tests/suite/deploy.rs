@@ -67,6 +67,10 @@ const NOT_PASSED: &[(&str, &str)] = &[
         "read by the Agent Bridge only, which is not part of the base deployment",
     ),
     (
+        "SERVERFS_ACP_",
+        "read by the Agent Bridge only, which is not part of the base deployment",
+    ),
+    (
         "SERVERFS_HTTP_BIND",
         "the image's command line sets the listener",
     ),

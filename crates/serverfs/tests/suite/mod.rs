@@ -1,3 +1,4 @@
+mod acp_e2e;
 mod agent_lease;
 mod agent_tools;
 mod binary;
