@@ -318,6 +318,15 @@ fn text_of(content: &Value, part_types: &[&str]) -> String {
         .join("\n")
 }
 
+/// A tool call's name in a dialect without namespaces (Anthropic
+/// Messages, Chat Completions): `<namespace>__<name>`, or the name alone.
+pub(super) fn flat_tool_name(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}__{name}"),
+        None => name.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,14 +436,5 @@ mod tests {
             reply.split_delay(),
             (Duration::from_millis(12), &Reply::text("x"))
         );
-    }
-}
-
-/// A tool call's name in a dialect without namespaces (Anthropic
-/// Messages, Chat Completions): `<namespace>__<name>`, or the name alone.
-pub(super) fn flat_tool_name(name: &str, namespace: Option<&str>) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}__{name}"),
-        None => name.to_owned(),
     }
 }
