@@ -86,8 +86,9 @@ const CHILD_TREE_SCRIPT: &str = "sleep 300 & sleep 300 & wait";
 /// (`setsid`) and ignore `SIGTERM`, one still the shell's child, one whose
 /// parent exits at once (re-parented to the subreaper, or to init).
 /// (An ignored `SIGTERM` survives `exec`, so each is one `sleep` with no
-/// child of its own.)
-const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; exec sleep 3600' & \
+/// child of its own.) Public for the testkit's scripted agents, whose
+/// escaping descendants are the same.
+pub const ESCAPE_TREE_SCRIPT: &str = "setsid /bin/sh -c 'trap \"\" TERM; exec sleep 3600' & \
      (setsid /bin/sh -c 'trap \"\" TERM; exec sleep 3600' &) ; wait";
 /// What `hidden-tree` runs: a process that nothing but its cgroup ties to
 /// the provider any more (see the module documentation).

@@ -31,6 +31,7 @@
 //! | `withdraw` | a permission request it withdraws itself with `$/cancel_request` 300 ms later (expects error `-32800`) | `withdrawn` |
 //! | `wait` | a tool call, then runs until `session/cancel` | ends `cancelled` |
 //! | `child` | starts `/bin/sh -c 'sleep 300 & sleep 300 & wait'` (its own descendants), then as `wait` | ends `cancelled` |
+//! | `escape` | starts the fake runtime's `escape-tree` shell (two `setsid` processes ignoring `SIGTERM`, one orphaned at once, as agents start commands), then as `wait` | ends `cancelled` |
 //! | `stubborn` | a tool call, then ignores `session/cancel` | never ends |
 //! | `history` | nothing | `history:<earlier prompts of the session, joined by |>` |
 //! | `fs` | sends `fs/read_text_file` and `terminal/create` requests | `fs:<error code>,<error code>` |
@@ -67,7 +68,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The scenarios, by keyword, most specific first.
-pub const SCENARIOS: [&str; 19] = [
+pub const SCENARIOS: [&str; 20] = [
     "no-allow-once",
     "rogue-cancel",
     "oversized",
@@ -79,6 +80,7 @@ pub const SCENARIOS: [&str; 19] = [
     "refusal",
     "stderr",
     "storm",
+    "escape",
     "child",
     "paths",
     "error",
@@ -457,6 +459,19 @@ impl Fake {
         }
     }
 
+    /// Starts `/bin/sh -c script` in the cwd, as an agent runs a command,
+    /// and logs its pid.
+    fn start_shell(&mut self, script: &str) -> Step<()> {
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("shell: {e}"))?;
+        self.log(&json!({ "child": child.id() }));
+        Ok(())
+    }
+
     /// `false` when the fake is to exit.
     fn prompt(&mut self, id: &Value, params: &Value) -> Step<bool> {
         let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
@@ -504,13 +519,12 @@ impl Fake {
             }
             Some("child") => {
                 self.tool_call(&session, "call-child", "sleep 300");
-                let child = std::process::Command::new("/bin/sh")
-                    .args(["-c", "sleep 300 & sleep 300 & wait"])
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .map_err(|e| format!("child: {e}"))?;
-                self.log(&json!({ "child": child.id() }));
+                self.start_shell("sleep 300 & sleep 300 & wait")?;
+                self.until_cancelled()?
+            }
+            Some("escape") => {
+                self.tool_call(&session, "call-escape", "setsid sleep 3600");
+                self.start_shell(serverfs_agent_runtime::fake::ESCAPE_TREE_SCRIPT)?;
                 self.until_cancelled()?
             }
             Some("stubborn") => {

@@ -5,11 +5,14 @@
 //! `conformance.rs`.
 
 use serde_json::{Value, json};
+use serverfs_agent_runtime::TASK_MARKER_VAR;
 use serverfs_testkit::bridge::{
     Daemon, Setup, WAIT, assert_in_order, count, guards, poll, request_id, wait_workdir_free,
 };
 use serverfs_testkit::mock_acp::{self, Profile, Run, runs};
-use serverfs_testkit::process::{live_with_home, runs_in_group, stat};
+use serverfs_testkit::process::{
+    KillOnDrop, await_escaped, is_running, live_with_home, runs_in_group, session_of, stat,
+};
 
 /// A Bridge running `profile` (on workdir `demo`).
 fn start(profile: Profile) -> (Daemon, Setup) {
@@ -727,6 +730,30 @@ fn a_cancel_stops_the_agents_descendants() {
     poll(WAIT, "the agent's descendants to stop", || {
         (!runs_in_group(shell, group)).then_some(())
     });
+}
+
+#[test]
+fn a_cancel_stops_descendants_that_left_the_agents_group() {
+    let (bridge, setup) = start(Profile::new());
+    let task = submit(&bridge, "escape");
+    // Out of the agent's group and session, ignoring SIGTERM, one orphaned:
+    // only the task marker the Bridge gave the agent still ties them to it.
+    let own_session = session_of(std::process::id()).expect("the test's session");
+    let escaped = KillOnDrop(await_escaped(TASK_MARKER_VAR, &task, 2, own_session));
+    let cancelled = bridge.ok("task.cancel", json!({ "task_id": task }));
+    assert_eq!(cancelled["status"], "cancelled");
+    // The guard goes only with the last of them.
+    poll(WAIT, "the guard to go", || {
+        if !guards(&setup).is_empty() {
+            return None;
+        }
+        for pid in &escaped.0 {
+            assert!(!is_running(*pid), "guard removed while {pid} runs");
+        }
+        Some(())
+    });
+    wait_workdir_free(&setup, "a cancel of an agent whose commands escaped");
+    assert!(fake_processes(&setup).is_empty());
 }
 
 #[test]

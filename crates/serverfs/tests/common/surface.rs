@@ -13,7 +13,7 @@ pub fn assert_fixture(server: &Server, name: &str) {
     let path = format!("{FIXTURES}/{name}");
     let actual = serde_json::to_value(server.tools()).unwrap();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        let text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
+        let text = serde_json::to_string_pretty(&with_sorted_keys(&actual)).unwrap() + "\n";
         std::fs::write(&path, text).unwrap();
     }
     let expected: Value = serde_json::from_str(
@@ -25,6 +25,26 @@ pub fn assert_fixture(server: &Server, name: &str) {
         expected,
         "tools/list changed; if intended, refresh with: UPDATE_SCHEMA=1 cargo test -p serverfs --test all surface"
     );
+}
+
+/// `value` with every object's keys sorted: the fixture's text stays the
+/// same whatever order the server writes keys in (the comparison ignores
+/// it), so a refresh shows only what changed.
+fn with_sorted_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by_key(|(key, _)| *key);
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), with_sorted_keys(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(with_sorted_keys).collect()),
+        other => other.clone(),
+    }
 }
 
 /// `(name, readOnly, destructive, idempotent)` in listing order; every
