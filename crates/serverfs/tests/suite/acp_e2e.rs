@@ -188,13 +188,17 @@ impl Agent {
             }
             Agent::CodexAcp => {
                 // `untrusted`: every command that is not known safe asks.
+                // Codex's own sandbox is off: whether it can set one up
+                // depends on the machine's kernel (user namespaces,
+                // landlock), and a sandboxed command that fails there
+                // would leave no file after an approval that worked.
                 let dir = root.join(".codex");
                 std::fs::create_dir_all(&dir).unwrap();
                 std::fs::write(
                     dir.join("config.toml"),
                     format!(
                         "model = \"mock-model\"\nmodel_provider = \"mock\"\n\
-                         approval_policy = \"untrusted\"\nsandbox_mode = \"workspace-write\"\n\n\
+                         approval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n\n\
                          [model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\n\
                          wire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\
                          request_max_retries = 0\nstream_max_retries = 0\n\n\
@@ -349,10 +353,16 @@ async fn allow_once_runs_the_command_and_the_task_succeeds(agent: Agent) {
     let done = rig.finished(&task).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["final_response"], "FILE_DONE", "{done}");
-    assert_eq!(
-        std::fs::read_to_string(rig.created_file()).unwrap().trim(),
-        "hi"
-    );
+    let created = std::fs::read_to_string(rig.created_file()).unwrap_or_else(|error| {
+        // What the command printed, as the agent told its model.
+        let requests = agent.model_requests(&rig.model);
+        panic!(
+            "{}: {error} after the approved command; the model's last request: {}",
+            rig.created_file().display(),
+            requests.last().map(Value::to_string).unwrap_or_default()
+        )
+    });
+    assert_eq!(created.trim(), "hi");
     rig.wait_writable("a finished task").await;
     rig.wait_no_agent_process("its task").await;
 
