@@ -20,8 +20,8 @@ use crate::model::{LogLevel, TextContent};
 use crate::parse;
 use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
-    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp,
-    RawProxyRuntimes, RawServer, RawWorkdir, Val,
+    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults,
+    RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
 };
 use crate::validate;
 
@@ -534,6 +534,29 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
             limits::HTTP_SHUTDOWN_GRACE_MS.default_i64(),
             "SERVERFS_HTTP_SHUTDOWN_GRACE_MS",
         ),
+        connections: RawConnectionLimits {
+            header_timeout_ms: int(
+                "SERVERFS_HTTP_HEADER_TIMEOUT_MS",
+                limits::HTTP_HEADER_TIMEOUT_MS,
+            )?,
+            body_timeout_ms: int(
+                "SERVERFS_HTTP_BODY_TIMEOUT_MS",
+                limits::HTTP_BODY_TIMEOUT_MS,
+            )?,
+            max_connections: int(
+                "SERVERFS_HTTP_MAX_CONNECTIONS",
+                limits::HTTP_MAX_CONNECTIONS,
+            )?,
+            session_idle_timeout_ms: int(
+                "SERVERFS_HTTP_SESSION_IDLE_TIMEOUT_MS",
+                limits::HTTP_SESSION_IDLE_TIMEOUT_MS,
+            )?,
+            max_sessions: int("SERVERFS_HTTP_MAX_SESSIONS", limits::HTTP_MAX_SESSIONS)?,
+            max_sessions_per_token: int(
+                "SERVERFS_HTTP_MAX_SESSIONS_PER_TOKEN",
+                limits::HTTP_MAX_SESSIONS_PER_TOKEN,
+            )?,
+        },
     })
 }
 

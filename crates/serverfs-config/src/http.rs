@@ -95,6 +95,51 @@ pub struct HttpSettings {
     /// How long a shutdown waits for requests in flight, in milliseconds
     /// (default 10 000, 0..=300 000).
     pub shutdown_grace_ms: u64,
+    /// Bounds on connections and legacy MCP sessions.
+    pub connections: ConnectionLimits,
+}
+
+/// Bounds on HTTP connections and legacy MCP sessions, which keep a
+/// client without a token from exhausting the server's descriptors and a
+/// client with one from exhausting its memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Time a connection has to deliver a request's complete header,
+    /// counted from when it connects or its previous response ended (so
+    /// also the keep-alive idle bound), in milliseconds (default 30 000,
+    /// 100..=600 000).
+    pub header_timeout_ms: u64,
+    /// Time a request has to deliver its complete body after its header,
+    /// in milliseconds (default 30 000, 100..=3 600 000). The body is read
+    /// before the request takes one of the `max_concurrent_requests` slots.
+    pub body_timeout_ms: u64,
+    /// Connections open at once (default 512, 1..=100 000). A connection
+    /// beyond the bound closes the longest-idle open one, or is refused
+    /// with 503 when every open one is serving a request. The server also
+    /// keeps it at most half its open-file limit.
+    pub max_connections: u32,
+    /// A legacy MCP session (`Mcp-Session-Id`) with no traffic for this
+    /// long ends, in milliseconds (default 120 000, 1 000..=86 400 000).
+    pub session_idle_timeout_ms: u64,
+    /// Legacy MCP sessions open at once (default 1 024, 1..=100 000).
+    pub max_sessions: u32,
+    /// Legacy MCP sessions one bearer token may hold open at once
+    /// (default 128, 1..=100 000).
+    pub max_sessions_per_token: u32,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        let count = |limit: limits::Limit| u32::try_from(limit.default).unwrap_or(u32::MAX);
+        ConnectionLimits {
+            header_timeout_ms: limits::HTTP_HEADER_TIMEOUT_MS.default,
+            body_timeout_ms: limits::HTTP_BODY_TIMEOUT_MS.default,
+            max_connections: count(limits::HTTP_MAX_CONNECTIONS),
+            session_idle_timeout_ms: limits::HTTP_SESSION_IDLE_TIMEOUT_MS.default,
+            max_sessions: count(limits::HTTP_MAX_SESSIONS),
+            max_sessions_per_token: count(limits::HTTP_MAX_SESSIONS_PER_TOKEN),
+        }
+    }
 }
 
 impl HttpSettings {
@@ -113,6 +158,7 @@ impl HttpSettings {
             max_concurrent_requests: u32::try_from(limits::HTTP_MAX_CONCURRENT_REQUESTS.default)
                 .unwrap_or(u32::MAX),
             shutdown_grace_ms: limits::HTTP_SHUTDOWN_GRACE_MS.default,
+            connections: ConnectionLimits::default(),
         }
     }
 
@@ -158,6 +204,7 @@ impl HttpSettings {
             request_timeout_ms: self.request_timeout_ms,
             max_concurrent_requests: self.max_concurrent_requests,
             shutdown_grace_ms: self.shutdown_grace_ms,
+            connections: self.connections,
         })
     }
 }
@@ -182,6 +229,8 @@ pub struct EffectiveHttp {
     pub max_concurrent_requests: u32,
     /// How long a shutdown waits for requests in flight, in milliseconds.
     pub shutdown_grace_ms: u64,
+    /// Bounds on connections and legacy MCP sessions.
+    pub connections: ConnectionLimits,
 }
 
 /// Whether `ip` is a loopback address: 127.0.0.0/8 or ::1 (an IPv4-mapped

@@ -5,7 +5,9 @@ use pretty_assertions::assert_eq;
 
 use super::{is_loopback, is_valid_host, is_valid_origin};
 use crate::test_support::{Fixture, env, message};
-use crate::{Config, ConfigError, ConfigSource, EffectiveHttp, HttpAuth, HttpSettings};
+use crate::{
+    Config, ConfigError, ConfigSource, ConnectionLimits, EffectiveHttp, HttpAuth, HttpSettings,
+};
 
 const WD: &str = "[[workdirs]]\nalias = \"a\"\npath = \"a\"\n";
 
@@ -144,6 +146,7 @@ fn toml_defaults_take_the_token_file_from_xdg_config_home_then_home() {
         request_timeout_ms: 120_000,
         max_concurrent_requests: 64,
         shutdown_grace_ms: 10_000,
+        connections: ConnectionLimits::default(),
     };
     let load = |pairs: &[(&str, &str)]| toml_http(&fx, "", pairs).unwrap().http;
     assert_eq!(
@@ -216,6 +219,12 @@ token_file = "/etc/serverfs/tokens.json"
 request_timeout_ms = 1000
 max_concurrent_requests = 10000
 shutdown_grace_ms = 0
+header_timeout_ms = 100
+body_timeout_ms = 3600000
+max_connections = 7
+session_idle_timeout_ms = 1000
+max_sessions = 100000
+max_sessions_per_token = 1
 "#,
         &[],
     )
@@ -235,6 +244,14 @@ shutdown_grace_ms = 0
             request_timeout_ms: 1000,
             max_concurrent_requests: 10_000,
             shutdown_grace_ms: 0,
+            connections: ConnectionLimits {
+                header_timeout_ms: 100,
+                body_timeout_ms: 3_600_000,
+                max_connections: 7,
+                session_idle_timeout_ms: 1000,
+                max_sessions: 100_000,
+                max_sessions_per_token: 1,
+            },
         }
     );
     let upper = toml_http(
@@ -303,6 +320,12 @@ fn every_http_variable_is_read() {
         ("SERVERFS_HTTP_REQUEST_TIMEOUT_MS", "5000"),
         ("SERVERFS_HTTP_MAX_CONCURRENT_REQUESTS", "+8"),
         ("SERVERFS_HTTP_SHUTDOWN_GRACE_MS", "0"),
+        ("SERVERFS_HTTP_HEADER_TIMEOUT_MS", "2500"),
+        ("SERVERFS_HTTP_BODY_TIMEOUT_MS", "4000"),
+        ("SERVERFS_HTTP_MAX_CONNECTIONS", "99"),
+        ("SERVERFS_HTTP_SESSION_IDLE_TIMEOUT_MS", "60000"),
+        ("SERVERFS_HTTP_MAX_SESSIONS", "10"),
+        ("SERVERFS_HTTP_MAX_SESSIONS_PER_TOKEN", "3"),
     ];
     let expected = HttpSettings {
         bind: Some(addr("0.0.0.0:8080")),
@@ -314,6 +337,14 @@ fn every_http_variable_is_read() {
         request_timeout_ms: 5000,
         max_concurrent_requests: 8,
         shutdown_grace_ms: 0,
+        connections: ConnectionLimits {
+            header_timeout_ms: 2500,
+            body_timeout_ms: 4000,
+            max_connections: 99,
+            session_idle_timeout_ms: 60_000,
+            max_sessions: 10,
+            max_sessions_per_token: 3,
+        },
     };
     let fx = Fixture::new();
     assert_eq!(env_http(&fx, &pairs).unwrap().http, expected, "environment");
@@ -427,6 +458,30 @@ fn toml_errors_name_their_key() {
         (
             "shutdown_grace_ms = 300001",
             "http.shutdown_grace_ms: must be between 0 and 300000, got 300001",
+        ),
+        (
+            "header_timeout_ms = 99",
+            "http.header_timeout_ms: must be between 100 and 600000, got 99",
+        ),
+        (
+            "body_timeout_ms = 3600001",
+            "http.body_timeout_ms: must be between 100 and 3600000, got 3600001",
+        ),
+        (
+            "max_connections = 0",
+            "http.max_connections: must be between 1 and 100000, got 0",
+        ),
+        (
+            "session_idle_timeout_ms = 999",
+            "http.session_idle_timeout_ms: must be between 1000 and 86400000, got 999",
+        ),
+        (
+            "max_sessions = 0",
+            "http.max_sessions: must be between 1 and 100000, got 0",
+        ),
+        (
+            "max_sessions_per_token = 100001",
+            "http.max_sessions_per_token: must be between 1 and 100000, got 100001",
         ),
         (
             "trust_network = \"yes\"",
@@ -630,6 +685,7 @@ fn effective_allows_no_auth_on_loopback() {
                 request_timeout_ms: 120_000,
                 max_concurrent_requests: 64,
                 shutdown_grace_ms: 10_000,
+                connections: ConnectionLimits::default(),
             }
         );
     }
@@ -683,6 +739,7 @@ fn effective_allows_bearer_anywhere() {
             request_timeout_ms: 5_000,
             max_concurrent_requests: 3,
             shutdown_grace_ms: 0,
+            connections: ConnectionLimits::default(),
         }
     );
     for bind in ["[::]:1", "10.1.2.3:8080", "127.0.0.1:8080"] {
@@ -781,6 +838,12 @@ token_file = "/etc/serverfs/tokens.json"
 request_timeout_ms = 60000
 max_concurrent_requests = 8
 shutdown_grace_ms = 0
+max_connections = 9
+header_timeout_ms = 1500
+body_timeout_ms = 2500
+max_sessions = 5
+max_sessions_per_token = 2
+session_idle_timeout_ms = 90000
 "#,
         &[],
     )
@@ -802,6 +865,8 @@ shutdown_grace_ms = 0
             "  allowed origins (1): https://chatgpt.com",
             "  token file: /etc/serverfs/tokens.json",
             "  limits: request_timeout_ms 60000, max_concurrent_requests 8, shutdown_grace_ms 0",
+            "  connections: max_connections 9, header_timeout_ms 1500, body_timeout_ms 2500",
+            "  sessions: max_sessions 5, max_sessions_per_token 2, session_idle_timeout_ms 90000",
         ]
     );
 }

@@ -85,7 +85,7 @@ pub use alias::{InvalidAlias, WorkdirAlias};
 pub use cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 pub use codex::{CodexSettings, CodexTransport};
 pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem};
-pub use http::{EffectiveHttp, HttpAuth, HttpSettings};
+pub use http::{ConnectionLimits, EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, TextContent, WorkdirConfig};
 pub use provider_cgroup::ProviderCgroup;
 pub use source::{ConfigSource, select_source};

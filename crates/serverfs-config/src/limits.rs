@@ -139,6 +139,20 @@ pub(crate) const HTTP_REQUEST_TIMEOUT_MS: Limit = limit(120_000, 1_000, 3_600_00
 pub(crate) const HTTP_MAX_CONCURRENT_REQUESTS: Limit = limit(64, 1, 10_000);
 pub(crate) const HTTP_SHUTDOWN_GRACE_MS: Limit = limit(10_000, 0, 300_000);
 
+// HTTP connections and sessions (issue 14). A connection must deliver a
+// request's whole header within the header timeout, counted from when it
+// connects or its previous response ended (so it is also the keep-alive
+// idle bound), and a request's whole body within the body timeout of its
+// header. The connection bound keeps the open sockets well inside the
+// descriptor limit; legacy MCP sessions (about 57 KB each) are bounded per
+// token and in total and end after the idle timeout.
+pub(crate) const HTTP_HEADER_TIMEOUT_MS: Limit = limit(30_000, 100, 600_000);
+pub(crate) const HTTP_BODY_TIMEOUT_MS: Limit = limit(30_000, 100, 3_600_000);
+pub(crate) const HTTP_MAX_CONNECTIONS: Limit = limit(512, 1, 100_000);
+pub(crate) const HTTP_SESSION_IDLE_TIMEOUT_MS: Limit = limit(120_000, 1_000, 86_400_000);
+pub(crate) const HTTP_MAX_SESSIONS: Limit = limit(1_024, 1, 100_000);
+pub(crate) const HTTP_MAX_SESSIONS_PER_TOKEN: Limit = limit(128, 1, 100_000);
+
 /// Number of `[[workdirs]]` a configuration may hold (spec §2.6).
 pub(crate) const MAX_WORKDIRS: usize = 64;
 

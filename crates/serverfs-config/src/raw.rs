@@ -192,6 +192,18 @@ pub(crate) struct RawHttp {
     pub request_timeout_ms: Val<i64>,
     pub max_concurrent_requests: Val<i64>,
     pub shutdown_grace_ms: Val<i64>,
+    pub connections: RawConnectionLimits,
+}
+
+/// The bounds on HTTP connections and sessions, as written.
+#[derive(Debug, Clone)]
+pub(crate) struct RawConnectionLimits {
+    pub header_timeout_ms: Val<i64>,
+    pub body_timeout_ms: Val<i64>,
+    pub max_connections: Val<i64>,
+    pub session_idle_timeout_ms: Val<i64>,
+    pub max_sessions: Val<i64>,
+    pub max_sessions_per_token: Val<i64>,
 }
 
 /// One workdir as written: `None` means "inherit the default".

@@ -321,6 +321,17 @@ fn http_report(out: &mut String, h: &HttpSettings) {
         "  limits: request_timeout_ms {}, max_concurrent_requests {}, shutdown_grace_ms {}",
         h.request_timeout_ms, h.max_concurrent_requests, h.shutdown_grace_ms
     );
+    let c = &h.connections;
+    let _ = writeln!(
+        out,
+        "  connections: max_connections {}, header_timeout_ms {}, body_timeout_ms {}",
+        c.max_connections, c.header_timeout_ms, c.body_timeout_ms
+    );
+    let _ = writeln!(
+        out,
+        "  sessions: max_sessions {}, max_sessions_per_token {}, session_idle_timeout_ms {}",
+        c.max_sessions, c.max_sessions_per_token, c.session_idle_timeout_ms
+    );
 }
 
 fn workdir_report(out: &mut String, w: &WorkdirConfig) {
@@ -481,6 +492,8 @@ http:
   allowed origins (0): any request with an Origin header is rejected
   token file: /home/u/.config/serverfs/tokens.json
   limits: request_timeout_ms 120000, max_concurrent_requests 64, shutdown_grace_ms 10000
+  connections: max_connections 512, header_timeout_ms 30000, body_timeout_ms 30000
+  sessions: max_sessions 1024, max_sessions_per_token 128, session_idle_timeout_ms 120000
 workdirs: 2
   docs (slot 03)
     root: /srv/docs

@@ -25,8 +25,8 @@ use crate::limits;
 use crate::model::{LogLevel, TextContent};
 use crate::provider_cgroup::ProviderCgroup;
 use crate::raw::{
-    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp, RawProxyRuntimes,
-    RawServer, RawWorkdir, Val,
+    RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults, RawHttp,
+    RawProxyRuntimes, RawServer, RawWorkdir, Val,
 };
 
 #[derive(Debug, Deserialize)]
@@ -156,6 +156,12 @@ struct HttpToml {
     request_timeout_ms: Option<i64>,
     max_concurrent_requests: Option<i64>,
     shutdown_grace_ms: Option<i64>,
+    header_timeout_ms: Option<i64>,
+    body_timeout_ms: Option<i64>,
+    max_connections: Option<i64>,
+    session_idle_timeout_ms: Option<i64>,
+    max_sessions: Option<i64>,
+    max_sessions_per_token: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -525,6 +531,34 @@ fn http_table(
             limits::HTTP_SHUTDOWN_GRACE_MS,
             "shutdown_grace_ms",
         ),
+        connections: RawConnectionLimits {
+            header_timeout_ms: num(
+                h.header_timeout_ms,
+                limits::HTTP_HEADER_TIMEOUT_MS,
+                "header_timeout_ms",
+            ),
+            body_timeout_ms: num(
+                h.body_timeout_ms,
+                limits::HTTP_BODY_TIMEOUT_MS,
+                "body_timeout_ms",
+            ),
+            max_connections: num(
+                h.max_connections,
+                limits::HTTP_MAX_CONNECTIONS,
+                "max_connections",
+            ),
+            session_idle_timeout_ms: num(
+                h.session_idle_timeout_ms,
+                limits::HTTP_SESSION_IDLE_TIMEOUT_MS,
+                "session_idle_timeout_ms",
+            ),
+            max_sessions: num(h.max_sessions, limits::HTTP_MAX_SESSIONS, "max_sessions"),
+            max_sessions_per_token: num(
+                h.max_sessions_per_token,
+                limits::HTTP_MAX_SESSIONS_PER_TOKEN,
+                "max_sessions_per_token",
+            ),
+        },
     })
 }
 

@@ -84,6 +84,7 @@ fn minimal_file_gets_every_default() {
                 request_timeout_ms: 120_000,
                 max_concurrent_requests: 64,
                 shutdown_grace_ms: 10_000,
+                connections: crate::ConnectionLimits::default(),
             },
             workdirs: vec![WorkdirConfig::with_defaults(alias("docs"), root)],
         }

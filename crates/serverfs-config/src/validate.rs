@@ -18,13 +18,13 @@ use crate::alias::WorkdirAlias;
 use crate::cli_runtime::{self, CliRuntimeSettings};
 use crate::codex::{CodexSettings, CodexTransport};
 use crate::error::{ConfigError, PassthroughProblem, RootProblem, one_line};
-use crate::http::{self, HttpSettings};
+use crate::http::{self, ConnectionLimits, HttpSettings};
 use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
 use crate::parse;
 use crate::raw::{
-    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawDefaults, RawHttp,
-    RawProxyRuntimes, RawServer, RawWorkdir, Val,
+    RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults,
+    RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
 };
 
 /// Turns raw values from any source into a validated [`Config`].
@@ -659,6 +659,7 @@ fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
         limits::HTTP_MAX_CONCURRENT_REQUESTS,
     )?;
     let shutdown_grace_ms = bounded(&raw.shutdown_grace_ms, limits::HTTP_SHUTDOWN_GRACE_MS)?;
+    let connections = connection_limits(&raw.connections)?;
     // A configured listener is checked now, so `check-config` reports the
     // same refusal `serve` would; a `--http` address is checked at serve
     // time by `HttpSettings::effective`.
@@ -687,6 +688,24 @@ fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
         request_timeout_ms,
         max_concurrent_requests,
         shutdown_grace_ms,
+        connections,
+    })
+}
+
+fn connection_limits(raw: &RawConnectionLimits) -> Result<ConnectionLimits, ConfigError> {
+    Ok(ConnectionLimits {
+        header_timeout_ms: bounded(&raw.header_timeout_ms, limits::HTTP_HEADER_TIMEOUT_MS)?,
+        body_timeout_ms: bounded(&raw.body_timeout_ms, limits::HTTP_BODY_TIMEOUT_MS)?,
+        max_connections: bounded_u32(&raw.max_connections, limits::HTTP_MAX_CONNECTIONS)?,
+        session_idle_timeout_ms: bounded(
+            &raw.session_idle_timeout_ms,
+            limits::HTTP_SESSION_IDLE_TIMEOUT_MS,
+        )?,
+        max_sessions: bounded_u32(&raw.max_sessions, limits::HTTP_MAX_SESSIONS)?,
+        max_sessions_per_token: bounded_u32(
+            &raw.max_sessions_per_token,
+            limits::HTTP_MAX_SESSIONS_PER_TOKEN,
+        )?,
     })
 }
 

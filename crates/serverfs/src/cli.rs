@@ -177,6 +177,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     };
     crate::logging::init(config.server.log_level.as_str());
     log_startup(&config, if http.is_some() { "http" } else { "stdio" });
+    crate::rlimit::raise_open_files();
     // With the Agent Bridge enabled every mutation takes the workdir's
     // cross-process writer lease; otherwise no lock file is ever touched.
     let lease: Arc<dyn WriterLease> = if config.agent.bridge_enabled {
@@ -196,6 +197,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         .filter(|w| w.binary_transfer)
         .map(|w| w.max_binary_transfer_bytes)
         .max();
+    let max_message_bytes = crate::jsonrpc::max_message_bytes(largest_binary_cap);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -212,10 +214,10 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         files.spawn_stale_temp_cleanup(cleanup_budget);
         let server = ServerFs::new(files, agent, text_content);
         match http {
-            Some(http) => crate::http::serve(server, http, largest_binary_cap, quick_start)
+            Some(http) => crate::http::serve(server, http, max_message_bytes, quick_start)
                 .await
                 .map_err(|e| e.to_string()),
-            None => serve_stdio(server).await,
+            None => serve_stdio(server, max_message_bytes).await,
         }
     });
     match outcome {
@@ -359,9 +361,14 @@ fn log_startup(config: &Config, transport: &'static str) {
     );
 }
 
-async fn serve_stdio(server: ServerFs) -> Result<(), String> {
+async fn serve_stdio(server: ServerFs, max_message_bytes: usize) -> Result<(), String> {
+    let (input, output) = crate::stdio::streams();
     let service = server
-        .serve(crate::stdio::streams())
+        .serve(crate::stdio::LineTransport::new(
+            input,
+            output,
+            max_message_bytes,
+        ))
         .await
         .map_err(|e| format!("MCP initialization failed: {e}"))?;
     service

@@ -111,11 +111,14 @@ struct TokenFile {
 pub struct TokenStore {
     path: PathBuf,
     /// Entries as of the file's last seen state.
-    cache: Mutex<(Option<FileStamp>, Vec<TokenEntry>)>,
+    cache: Mutex<Cached>,
 }
 
 /// What tells that the token file changed: mtime (s, ns) and size.
 type FileStamp = (i64, i64, u64);
+
+/// The entries as of the file's stamp (none: not read yet, or missing).
+type Cached = (Option<FileStamp>, Vec<TokenEntry>);
 
 impl TokenStore {
     /// A store at `path` (the file may not exist yet).
@@ -229,22 +232,15 @@ impl TokenStore {
         Ok(true)
     }
 
-    /// The name of the stored token equal to `presented`, if any. Re-reads
-    /// the file when its modification time or size changed.
+    /// The stored token equal to `presented`, if any. Re-reads the file
+    /// when its modification time or size changed.
     ///
     /// # Errors
     ///
     /// The file became unreadable, malformed or too permissive (fail
     /// closed: no request is authenticated then).
-    pub fn verify(&self, presented: &str) -> Result<Option<String>, TokenError> {
-        let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
-            use std::os::unix::fs::MetadataExt;
-            (m.mtime(), m.mtime_nsec(), m.size())
-        });
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.0 != stamp || stamp.is_none() {
-            *cache = (stamp, self.entries()?);
-        }
+    pub fn verify(&self, presented: &str) -> Result<Option<TokenEntry>, TokenError> {
+        let cache = self.fresh()?;
         let presented_hash = Sha256::digest(presented.as_bytes());
         let mut found = None;
         // Compare with every entry, without early exit, so timing reveals
@@ -254,10 +250,33 @@ impl TokenStore {
                 continue;
             };
             if constant_time_eq(&stored, &presented_hash) {
-                found = Some(entry.name.clone());
+                found = Some(entry.clone());
             }
         }
         Ok(found)
+    }
+
+    /// The hashes of the tokens stored now (re-reading the file when it
+    /// changed): what tells that a token was revoked or replaced.
+    ///
+    /// # Errors
+    ///
+    /// As [`TokenStore::verify`].
+    pub fn current_hashes(&self) -> Result<Vec<String>, TokenError> {
+        Ok(self.fresh()?.1.iter().map(|e| e.sha256.clone()).collect())
+    }
+
+    /// The cached entries, re-read first when the file's stamp changed.
+    fn fresh(&self) -> Result<std::sync::MutexGuard<'_, Cached>, TokenError> {
+        let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.mtime(), m.mtime_nsec(), m.size())
+        });
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.0 != stamp || stamp.is_none() {
+            *cache = (stamp, self.entries()?);
+        }
+        Ok(cache)
     }
 
     fn write(&self, entries: Vec<TokenEntry>) -> Result<(), TokenError> {
@@ -399,7 +418,10 @@ mod tests {
         assert_eq!(mode, 0o600);
         let text = std::fs::read_to_string(store.path()).unwrap();
         assert!(!text.contains(&token), "the token itself is never stored");
-        assert_eq!(store.verify(&token).unwrap().as_deref(), Some("laptop"));
+        assert_eq!(
+            store.verify(&token).unwrap().map(|e| e.name).as_deref(),
+            Some("laptop")
+        );
         assert_eq!(store.verify("sfs_wrong").unwrap(), None);
         assert!(store.create("laptop").is_err(), "duplicate names refused");
         let other = store.create("ci").unwrap();
@@ -411,7 +433,10 @@ mod tests {
             None,
             "revocation is seen at once"
         );
-        assert_eq!(store.verify(&other).unwrap().as_deref(), Some("ci"));
+        assert_eq!(
+            store.verify(&other).unwrap().map(|e| e.name).as_deref(),
+            Some("ci")
+        );
         let names: Vec<String> = store
             .entries()
             .unwrap()
@@ -431,8 +456,17 @@ mod tests {
         assert!(!replaced_none && replaced_first);
         assert_ne!(first, second);
         assert_eq!(store.verify(&first).unwrap(), None);
-        assert_eq!(store.verify(&second).unwrap().as_deref(), Some("quick"));
-        assert_eq!(store.verify(&other).unwrap().as_deref(), Some("other"));
+        let hashes = store.current_hashes().unwrap();
+        assert_eq!(hashes.len(), 2, "the replaced token's hash is gone");
+        assert!(hashes.contains(&store.verify(&second).unwrap().unwrap().sha256));
+        assert_eq!(
+            store.verify(&second).unwrap().map(|e| e.name).as_deref(),
+            Some("quick")
+        );
+        assert_eq!(
+            store.verify(&other).unwrap().map(|e| e.name).as_deref(),
+            Some("other")
+        );
         let names: Vec<String> = store
             .entries()
             .unwrap()

@@ -8,13 +8,19 @@ use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use tower::ServiceExt;
 
-use crate::tokens::TokenStore;
+use crate::tokens::{TokenEntry, TokenStore};
 
 /// The name of the token that authenticated a request, put into the
 /// request's extensions for the audit record (the token itself never
 /// leaves this module).
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
+
+/// The stored hash of the token that authenticated a request: what owns a
+/// legacy MCP session (a token replaced under the same name is another
+/// owner). Never logged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub String);
 
 /// Wraps `inner` so that, when `tokens` is set, only requests carrying
 /// `Authorization: Bearer <a stored token>` reach it.
@@ -36,8 +42,9 @@ where
         async move {
             if let Some(store) = tokens {
                 match authenticate(&store, &request) {
-                    Ok(name) => {
-                        request.extensions_mut().insert(TokenName(name));
+                    Ok(entry) => {
+                        request.extensions_mut().insert(TokenName(entry.name));
+                        request.extensions_mut().insert(TokenHash(entry.sha256));
                     }
                     Err(reason) => return Ok(unauthorized(reason)),
                 }
@@ -48,8 +55,8 @@ where
     })
 }
 
-/// The authenticated token's name, or why the request is refused.
-fn authenticate(store: &TokenStore, request: &Request<Body>) -> Result<String, &'static str> {
+/// The authenticated token's entry, or why the request is refused.
+fn authenticate(store: &TokenStore, request: &Request<Body>) -> Result<TokenEntry, &'static str> {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -60,7 +67,7 @@ fn authenticate(store: &TokenStore, request: &Request<Body>) -> Result<String, &
         return Err("missing bearer token");
     };
     match store.verify(presented) {
-        Ok(Some(name)) => Ok(name),
+        Ok(Some(entry)) => Ok(entry),
         Ok(None) => {
             tracing::info!(event = "auth_failed", reason = "unknown token");
             Err("invalid bearer token")

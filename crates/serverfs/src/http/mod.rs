@@ -1,34 +1,34 @@
 //! MCP over Streamable HTTP: rmcp's service at `/mcp` inside axum, plus
 //! `GET /healthz`.
 //!
-//! Layers, outermost first: a bound on concurrent requests, a per-request
-//! timeout (on producing the response; event streams then flow freely),
-//! bearer authentication on `/mcp`, and rmcp's own checks — the `Host`
-//! allowlist and `Origin` validation against DNS rebinding, and the request
-//! body limit (sized to the largest enabled binary transfer). Both protocol
-//! eras are served: the legacy handshake with `Mcp-Session-Id` sessions,
-//! and the stateless current era, which rmcp negotiates per request.
-//!
-//! Every accepted connection gets `TCP_NODELAY`: hyper writes a response
-//! in several pieces (headers, then each event-stream chunk), and with
-//! Nagle's algorithm on, the last piece waits for the client's ACK of the
-//! first, which a client with delayed ACKs (the Linux default) sends only
-//! after about 40 ms. Measured before the fix with a plain keep-alive
-//! client: 4-68 % of sequential calls waited ~44 ms (issue 15). No other
-//! socket option made a measurable difference.
+//! Connections ([`connections`]): a header timeout that is also the
+//! keep-alive idle bound, a bound on open connections that evicts the
+//! longest-idle one, and `TCP_NODELAY`. Requests, outermost first: the
+//! `Host` header must be one plain `host[:port]` ([`intake::check_host`]);
+//! bearer authentication on `/mcp`; the body is read whole within the body
+//! timeout and must be one JSON-RPC message ([`intake::read_message`]);
+//! legacy sessions are bounded and bound to their token ([`sessions`]);
+//! then a bound on concurrent requests, a per-request timeout (on producing
+//! the response; event streams then flow freely) and rmcp's own checks —
+//! the `Host` allowlist and `Origin` validation against DNS rebinding.
+//! Both protocol eras are served: the legacy handshake with
+//! `Mcp-Session-Id` sessions, and the stateless current era, which rmcp
+//! negotiates per request.
 //!
 //! Shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests
 //! finish for up to the grace period, then close the remaining sessions
 //! and event streams and return.
 
 mod auth;
+mod connections;
+mod intake;
+mod sessions;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serverfs_config::{EffectiveHttp, HttpAuth};
@@ -38,11 +38,6 @@ use crate::mcp::ServerFs;
 use crate::tokens::{TokenError, TokenStore};
 
 pub use auth::TokenName;
-
-/// The body limit rmcp applies by default; raised to fit binary uploads.
-const MIN_BODY_BYTES: usize = 4 << 20;
-/// Room for the JSON-RPC envelope around a base64 payload.
-const ENVELOPE_BYTES: usize = 64 << 10;
 
 /// Host names always allowed: the loopback names.
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
@@ -61,9 +56,6 @@ pub enum HttpError {
     /// The bound socket has no readable address.
     #[error("cannot read the listening address: {0}")]
     LocalAddress(std::io::Error),
-    /// The server loop failed.
-    #[error("HTTP server failed: {0}")]
-    Serve(std::io::Error),
     /// The `--new-token` token could not be stored.
     #[error("cannot create the --new-token token: {0}")]
     QuickStartToken(TokenError),
@@ -72,14 +64,15 @@ pub enum HttpError {
     QuickStartPrint(std::io::Error),
 }
 
-/// Serves `server` over HTTP until SIGTERM or SIGINT. `quick_start` is the
-/// name given to `serve --new-token`: once the address is bound, a token of
-/// that name replaces any other of the name and is announced once, with
-/// the real address, to the person who started the server.
+/// Serves `server` over HTTP until SIGTERM or SIGINT. `max_message_bytes`
+/// bounds a request body. `quick_start` is the name given to `serve
+/// --new-token`: once the address is bound, a token of that name replaces
+/// any other of the name and is announced once, with the real address, to
+/// the person who started the server.
 pub async fn serve(
     server: ServerFs,
     http: EffectiveHttp,
-    largest_binary_cap: Option<u64>,
+    max_message_bytes: usize,
     quick_start: Option<&str>,
 ) -> Result<(), HttpError> {
     let listener = tokio::net::TcpListener::bind(http.bind)
@@ -94,7 +87,9 @@ pub async fn serve(
     if let Some(name) = quick_start {
         announce_quick_start(&TokenStore::new(http.token_file.clone()), name, local)?;
     }
+    let limits = &http.connections;
     let sessions = CancellationToken::new();
+    let stopping = CancellationToken::new();
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     hosts.extend(http.allowed_hosts.iter().cloned());
     let config = StreamableHttpServerConfig::default()
@@ -103,59 +98,93 @@ pub async fn serve(
         // With no configured origin, any present Origin is refused: a
         // browser page has no business talking to this server.
         .enforce_origin_validation()
-        .with_max_request_body_bytes(body_limit(largest_binary_cap))
+        .with_max_request_body_bytes(max_message_bytes)
         .with_cancellation_token(sessions.clone());
-    let mcp = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(Duration::from_millis(limits.session_idle_timeout_ms));
+    let manager = Arc::new(manager);
+    let gate = sessions::SessionGate::new(
+        manager.clone(),
+        sessions::SessionLimits {
+            max_sessions: to_usize(limits.max_sessions),
+            max_sessions_per_token: to_usize(limits.max_sessions_per_token),
+        },
     );
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
     let tokens = match http.auth {
         HttpAuth::Bearer => Some(Arc::new(TokenStore::new(http.token_file.clone()))),
         HttpAuth::None => None,
     };
-    let app = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
-        .nest_service("/mcp", auth::layer(tokens, mcp))
-        .layer(axum::middleware::from_fn(session_close_no_content))
+    if let Some(tokens) = &tokens {
+        tokio::spawn(sessions::watch_revocations(
+            gate.clone(),
+            tokens.clone(),
+            stopping.clone(),
+        ));
+    }
+    let message_limits = intake::MessageLimits {
+        body_timeout: Duration::from_millis(limits.body_timeout_ms),
+        max_bytes: max_message_bytes,
+    };
+    // Layers run outermost-last-added: body and message first, then the
+    // session gate, then the slot and the timeout around rmcp.
+    let authenticated = Router::new()
+        .fallback_service(mcp)
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::error_handling::HandleErrorLayer::new(auth::timed_out))
                 // Requests over the bound wait for a slot (back-pressure),
                 // within the timeout below.
-                .concurrency_limit(usize::try_from(http.max_concurrent_requests).unwrap_or(64))
+                .concurrency_limit(to_usize(http.max_concurrent_requests))
                 .timeout(Duration::from_millis(http.request_timeout_ms)),
-        );
+        )
+        .layer(axum::middleware::from_fn_with_state(gate, sessions::gate))
+        .layer(axum::middleware::from_fn_with_state(
+            message_limits,
+            intake::read_message,
+        ));
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .nest_service("/mcp", auth::layer(tokens, authenticated))
+        .layer(axum::middleware::from_fn(session_close_no_content))
+        .layer(axum::middleware::from_fn(intake::check_host));
+    let max_connections = connection_bound(limits.max_connections);
     tracing::info!(
         event = "http_listening",
         address = %local,
         auth = http.auth.as_str(),
+        max_connections,
     );
-    let stopping = CancellationToken::new();
     tokio::spawn(signal_watch(stopping.clone()));
-    let listener = listener.tap_io(|stream| {
-        // setsockopt fails only on a socket that is already gone (its first
-        // read reports that); logged because calls on a connection without
-        // the option would stall, not fail.
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!(event = "tcp_nodelay_failed", reason = %e);
-        }
-    });
-    let serve =
-        axum::serve(listener, app).with_graceful_shutdown(stopping.clone().cancelled_owned());
-    let mut serve = std::pin::pin!(serve.into_future());
-    tokio::select! {
-        result = &mut serve => return result.map_err(HttpError::Serve),
-        () = stopping.cancelled() => {}
-    }
-    let grace = Duration::from_millis(http.shutdown_grace_ms);
-    if tokio::time::timeout(grace, &mut serve).await.is_err() {
-        // Sessions' event streams never end on their own: close them.
-        sessions.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(2), &mut serve).await;
-    }
+    connections::serve(
+        listener,
+        app,
+        connections::Limits {
+            header_timeout: Duration::from_millis(limits.header_timeout_ms),
+            max_connections,
+            shutdown_grace: Duration::from_millis(http.shutdown_grace_ms),
+        },
+        stopping,
+        sessions,
+    )
+    .await;
     tracing::info!(event = "shutdown", reason = "signal");
     Ok(())
+}
+
+fn to_usize(count: u32) -> usize {
+    usize::try_from(count).unwrap_or(usize::MAX)
+}
+
+/// The configured connection bound, kept to at most half the open-file
+/// limit so that the files requests open always have descriptors left.
+fn connection_bound(configured: u32) -> usize {
+    let files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |soft| {
+            usize::try_from(soft).unwrap_or(usize::MAX)
+        });
+    to_usize(configured).min((files / 2).max(1))
 }
 
 /// Answers a successful session `DELETE` with 204 No Content instead of
@@ -227,15 +256,4 @@ async fn signal_watch(stopping: CancellationToken) {
         _ = tokio::signal::ctrl_c() => {}
     }
     stopping.cancel();
-}
-
-/// The request body limit: rmcp's default, or enough for the largest
-/// binary upload encoded as base64 plus its envelope.
-fn body_limit(largest_binary_cap: Option<u64>) -> usize {
-    let binary = largest_binary_cap.map_or(0, |cap| {
-        usize::try_from(cap.div_ceil(3) * 4)
-            .unwrap_or(usize::MAX)
-            .saturating_add(ENVELOPE_BYTES)
-    });
-    binary.max(MIN_BODY_BYTES)
 }

@@ -13,7 +13,7 @@ const MAX_ECHO_CHARS: usize = 256;
 
 /// The caller's string, escaped (control characters cannot forge text or
 /// log lines) and cut to [`MAX_ECHO_CHARS`].
-fn echo(text: &str) -> String {
+pub(crate) fn echo(text: &str) -> String {
     let mut shown: String = text
         .chars()
         .take(MAX_ECHO_CHARS)
@@ -77,16 +77,14 @@ pub struct ToolError {
 
 impl ToolError {
     /// A kernel error about `path` in `workdir`. `path` is the normalized
-    /// path when parsing succeeded, otherwise the caller's own string
-    /// (escaped, so control characters cannot forge log or text lines).
+    /// path when parsing succeeded, otherwise the caller's own string;
+    /// both are echoed escaped (control characters cannot forge log or
+    /// text lines) and bounded (a 5,000-byte path refused as too long must
+    /// not come back whole).
     pub fn fs(error: FsError, workdir: &str, path: &str) -> ToolError {
         ToolError {
             code: error.code().into(),
-            message: format!(
-                "{}:{} — {error}",
-                workdir.escape_debug(),
-                path.escape_debug()
-            ),
+            message: format!("{}:{} — {error}", echo(workdir), echo(path)),
         }
     }
 

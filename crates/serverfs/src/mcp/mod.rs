@@ -14,9 +14,9 @@ pub(crate) mod text;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListResourceTemplatesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, InitializeResult, JsonObject, ListResourceTemplatesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
@@ -141,10 +141,35 @@ impl ServerHandler for ServerFs {
                 .into()),
             // An unknown tool is a protocol error, not a tool result.
             None => Err(ErrorData::invalid_params(
-                format!("unknown tool '{}'", request.name.escape_debug()),
+                format!("unknown tool '{}'", error::echo(&request.name)),
                 None,
             )),
         }
+    }
+
+    /// rmcp decodes a request whose params do not fit its method as a
+    /// custom request: for one of MCP's own methods that is a client's
+    /// bad arguments (`-32602`), not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if crate::jsonrpc::is_mcp_method(&request.method) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "invalid params for {}: see the method's schema (tools/call needs \
+                     {{\"name\": string, \"arguments\"?: object}})",
+                    request.method
+                ),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {}", error::echo(&request.method)),
+            None,
+        ))
     }
 
     async fn list_resource_templates(

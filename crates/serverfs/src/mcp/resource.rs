@@ -89,7 +89,7 @@ fn parse_uri(uri: &str) -> Result<(String, String), ToolError> {
         code: ErrorCode::InvalidResourceUri.into(),
         message: format!(
             "expected {SCHEME}{{workdir}}/{{path}}, got '{}'",
-            uri.escape_debug()
+            super::error::echo(uri)
         ),
     };
     let rest = uri.strip_prefix(SCHEME).ok_or_else(invalid)?;

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod bridge;
 pub mod e2e;
+pub mod http;
 pub mod surface;
 
 use std::process::Stdio;

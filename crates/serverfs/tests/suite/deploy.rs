@@ -1093,6 +1093,9 @@ fn systemd_unit_is_sandboxed() {
     for (key, value) in expected {
         assert_eq!(one(key), value, "[Service] {key}");
     }
+    // Far above max_connections' 512 x 2 (issue 14: descriptor exhaustion).
+    let files: u64 = one("LimitNOFILE").parse().unwrap();
+    assert!(files >= 4096, "LimitNOFILE={files}");
     let stop = seconds(one("TimeoutStopSec"));
     assert!(
         stop > 12,

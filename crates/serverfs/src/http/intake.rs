@@ -1,0 +1,228 @@
+//! What a request must be before it is authenticated or served.
+//!
+//! - [`check_host`]: exactly one `Host` header, a plain `host[:port]` (no
+//!   userinfo, a port within 0-65535). rmcp then checks the host against
+//!   the allowlist; a second header or `evil@127.0.0.1` must never get that
+//!   far, since which value a check reads is then a matter of luck.
+//! - [`read_message`]: the body of an MCP `POST` is read whole, within the
+//!   body timeout and the size bound, *before* the request takes one of
+//!   the `max_concurrent_requests` slots, so a client trickling bodies
+//!   holds no slot; then a JSON body must be one JSON-RPC message
+//!   ([`crate::jsonrpc::decode`]), else it gets `400` with a JSON-RPC
+//!   error (rmcp would answer `415`, which tells a client nothing).
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+
+use crate::jsonrpc::{self, Intake, Rejection};
+
+/// Refuses a request whose `Host` header is missing, repeated or not a
+/// plain authority.
+pub async fn check_host(request: Request, next: Next) -> Response {
+    if !has_one_plain_host(request.headers()) {
+        tracing::info!(event = "http_refused", reason = "invalid Host header");
+        return (StatusCode::BAD_REQUEST, "invalid Host header\n").into_response();
+    }
+    next.run(request).await
+}
+
+fn has_one_plain_host(headers: &HeaderMap) -> bool {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(host), None) => host.to_str().is_ok_and(is_plain_authority),
+        _ => false,
+    }
+}
+
+/// `host[:port]` as a request target's authority: a name or IPv4 address
+/// of unreserved characters, or a bracketed IPv6 literal, and a decimal
+/// port of at most 65535. No userinfo, path, space or empty part.
+fn is_plain_authority(text: &str) -> bool {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let Some((literal, after)) = rest.split_once(']') else {
+            return false;
+        };
+        let port = match after {
+            "" => None,
+            _ => match after.strip_prefix(':') {
+                Some(port) => Some(port),
+                None => return false,
+            },
+        };
+        let literal_ok = !literal.is_empty()
+            && literal
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
+        if !literal_ok {
+            return false;
+        }
+        (None, port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(text), None),
+        }
+    };
+    let host_ok = host.is_none_or(|host| {
+        !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    });
+    let port_ok = port.is_none_or(|port| {
+        !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u32>().is_ok_and(|p| p <= 65_535)
+    });
+    host_ok && port_ok
+}
+
+/// The bounds [`read_message`] applies.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageLimits {
+    /// Time to receive the whole body after the header.
+    pub body_timeout: Duration,
+    /// Largest body accepted.
+    pub max_bytes: usize,
+}
+
+/// Reads a `POST` body whole within its bounds and checks that a JSON body
+/// is one JSON-RPC message; other requests pass untouched.
+pub async fn read_message(
+    State(limits): State<MessageLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes =
+        match tokio::time::timeout(limits.body_timeout, collect(body, limits.max_bytes)).await {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(refusal)) => return refusal,
+            Err(_) => {
+                tracing::info!(event = "http_refused", reason = "body timeout");
+                return (
+                    StatusCode::REQUEST_TIMEOUT,
+                    [(header::CONNECTION, HeaderValue::from_static("close"))],
+                    "request body not received within the body timeout\n",
+                )
+                    .into_response();
+            }
+        };
+    if is_json(&parts.headers) {
+        match jsonrpc::decode(&bytes) {
+            Intake::Message(_) => {}
+            Intake::Reject(rejection) | Intake::BrokenNotification(rejection) => {
+                return rejected(&rejection);
+            }
+        }
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// The body's bytes, or the response refusing it (too large, or broken
+/// off by the client).
+async fn collect(body: Body, max_bytes: usize) -> Result<Bytes, Response> {
+    let too_large = || {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, HeaderValue::from_static("close"))],
+            format!("request body larger than {max_bytes} bytes\n"),
+        )
+            .into_response()
+    };
+    let mut collected = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|_| (StatusCode::BAD_REQUEST, "request body broken off\n").into_response())?;
+        if collected.len() + chunk.len() > max_bytes {
+            return Err(too_large());
+        }
+        collected.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(collected))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `400` with the JSON-RPC error as its body.
+fn rejected(rejection: &Rejection) -> Response {
+    tracing::info!(event = "jsonrpc_rejected", code = rejection.code);
+    (
+        StatusCode::BAD_REQUEST,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        rejection.to_json(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_authorities_pass_and_tricks_do_not() {
+        for good in [
+            "127.0.0.1",
+            "127.0.0.1:8765",
+            "localhost:0",
+            "localhost:65535",
+            "mcp.example.com",
+            "[::1]",
+            "[::1]:8080",
+            "[::ffff:127.0.0.1]:1",
+        ] {
+            assert!(is_plain_authority(good), "{good}");
+        }
+        for bad in [
+            "",
+            "evil@127.0.0.1",
+            "user:pass@localhost:8765",
+            "127.0.0.1:65536",
+            "127.0.0.1:99999",
+            "127.0.0.1:",
+            "127.0.0.1:+80",
+            "127.0.0.1:080000",
+            ":8080",
+            "localhost/path",
+            "local host",
+            "[::1",
+            "[::1]x",
+            "[]:80",
+            "[::1]:8080:1",
+            "a:b:c",
+        ] {
+            assert!(!is_plain_authority(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn exactly_one_host_header() {
+        let mut headers = HeaderMap::new();
+        assert!(!has_one_plain_host(&headers));
+        headers.append(header::HOST, HeaderValue::from_static("127.0.0.1:1"));
+        assert!(has_one_plain_host(&headers));
+        headers.append(header::HOST, HeaderValue::from_static("127.0.0.1:1"));
+        assert!(!has_one_plain_host(&headers));
+    }
+}
