@@ -912,7 +912,10 @@ mod tests {
             unknown.value(),
             Some(&TurnStatus::Unknown("cancelledByPolicy".to_owned()))
         );
-        assert_eq!(unknown.value().map(TurnStatus::as_str), Some("cancelledByPolicy"));
+        assert_eq!(
+            unknown.value().map(TurnStatus::as_str),
+            Some("cancelledByPolicy")
+        );
         assert_eq!(
             turn_status(json!({ "status": 5 })),
             Some(Tagged::Other(json!(5)))
@@ -936,7 +939,10 @@ mod tests {
             reasoning.item_type(),
             Some(&ItemType::Unknown("reasoning".to_owned()))
         );
-        assert_eq!(reasoning.item_type().map(ItemType::as_str), Some("reasoning"));
+        assert_eq!(
+            reasoning.item_type().map(ItemType::as_str),
+            Some("reasoning")
+        );
         assert_eq!(item(json!({ "id": "x" })).item_type(), None);
         assert_eq!(item(json!({ "type": 7 })).item_type(), None);
     }

@@ -146,10 +146,7 @@ mod tests {
             .collect();
         assert_eq!(
             given,
-            vec![
-                ("q1", vec!["Beta", "Alpha", "because"]),
-                ("q2", Vec::new()),
-            ]
+            vec![("q1", vec!["Beta", "Alpha", "because"]), ("q2", Vec::new()),]
         );
     }
 }

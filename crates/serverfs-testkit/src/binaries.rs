@@ -60,8 +60,7 @@ enum BuildError {
 /// `target/<profile>/deps/` (that is the test failing: it cannot run the
 /// binary it tests).
 pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<String, Result<PathBuf, BuildError>>>> =
-        OnceLock::new();
+    static BUILT: OnceLock<Mutex<HashMap<String, Result<PathBuf, BuildError>>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
     // Held across the build: concurrent tests wait for one build rather
     // than race two cargo processes over the same artifact.

@@ -48,9 +48,10 @@ enum ServeError {
     /// The HTTP transport failed.
     #[error(transparent)]
     Http(#[from] HttpError),
-    /// The stdio client's MCP handshake failed.
+    /// The stdio client's MCP handshake failed. (Boxed: rmcp's error is
+    /// large, and an error path need not be fast.)
     #[error("MCP initialization failed: {0}")]
-    Initialize(#[source] rmcp::service::ServerInitializeError),
+    Initialize(#[source] Box<rmcp::service::ServerInitializeError>),
     /// The stdio MCP service ended abnormally.
     #[error("MCP service stopped: {0}")]
     Stopped(#[source] tokio::task::JoinError),
@@ -280,36 +281,41 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
         Err(reason) => return config_error(&reason.to_string()),
     };
     let store = TokenStore::new(path);
-    let outcome: Result<(), TokenCommandError> = match &args.action {
-        TokenAction::Create { name } => {
-            store.create(name).map_err(TokenCommandError::from).map(|token| {
-                println!("{token}");
-                eprintln!(
-                    "serverfs: token {name:?} created in {}; it is shown only now",
-                    store.path().display()
-                );
-            })
-        }
-        TokenAction::List => store.entries().map_err(TokenCommandError::from).map(|entries| {
-            for entry in entries {
-                println!(
-                    "{}\tcreated {}",
-                    entry.name,
-                    serverfs_fs::rfc3339_seconds(
-                        i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
-                    )
-                );
-            }
-        }),
-        TokenAction::Revoke { name } => match store.revoke(name) {
-            Ok(true) => {
-                eprintln!("serverfs: token {name:?} revoked");
-                Ok(())
-            }
-            Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
-            Err(e) => Err(e.into()),
-        },
-    };
+    let outcome: Result<(), TokenCommandError> =
+        match &args.action {
+            TokenAction::Create { name } => store
+                .create(name)
+                .map_err(TokenCommandError::from)
+                .map(|token| {
+                    println!("{token}");
+                    eprintln!(
+                        "serverfs: token {name:?} created in {}; it is shown only now",
+                        store.path().display()
+                    );
+                }),
+            TokenAction::List => store
+                .entries()
+                .map_err(TokenCommandError::from)
+                .map(|entries| {
+                    for entry in entries {
+                        println!(
+                            "{}\tcreated {}",
+                            entry.name,
+                            serverfs_fs::rfc3339_seconds(
+                                i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
+                            )
+                        );
+                    }
+                }),
+            TokenAction::Revoke { name } => match store.revoke(name) {
+                Ok(true) => {
+                    eprintln!("serverfs: token {name:?} revoked");
+                    Ok(())
+                }
+                Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
+                Err(e) => Err(e.into()),
+            },
+        };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
@@ -401,7 +407,7 @@ async fn serve_stdio(server: ServerFs) -> Result<(), ServeError> {
     let service = server
         .serve(crate::stdio::streams())
         .await
-        .map_err(ServeError::Initialize)?;
+        .map_err(|error| ServeError::Initialize(Box::new(error)))?;
     service.waiting().await.map_err(ServeError::Stopped)?;
     tracing::info!(event = "shutdown", reason = "client closed the connection");
     Ok(())

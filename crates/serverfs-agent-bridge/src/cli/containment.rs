@@ -3,8 +3,8 @@
 //! task and provider where it was delegated a cgroup subtree.
 
 use serverfs_agent_runtime::{
-    CgroupSetupError, adopt_orphans, delegated_cgroup, remove_stale_task_cgroups,
-    use_task_cgroups, watch_task_cgroups,
+    CgroupSetupError, adopt_orphans, delegated_cgroup, remove_stale_task_cgroups, use_task_cgroups,
+    watch_task_cgroups,
 };
 use serverfs_config::ProviderCgroup;
 

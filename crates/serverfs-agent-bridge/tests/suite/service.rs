@@ -16,8 +16,8 @@ use serverfs_agent_runtime::payload::{approval, catalog_unsupported};
 use serverfs_agent_runtime::spawn::spawn_provider;
 use serverfs_agent_runtime::turns::{TurnControl, TurnRegistry};
 use serverfs_agent_runtime::{
-    Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand,
-    ProviderState, TaskContext, TurnOutcome,
+    Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand, ProviderState,
+    TaskContext, TurnOutcome,
 };
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{

@@ -471,17 +471,8 @@ async fn a_cancel_followed_by_a_shutdown_ends_the_turn_cancelled() {
     within("cancel", adapter.cancel("cs")).await;
     within("close", adapter.close()).await;
     let outcome = within("stopped turn", handle).await.unwrap();
-    assert_eq!(
-        outcome,
-        TurnOutcome {
-            status: TurnStatus::Cancelled,
-            final_text: "the turn was cancelled".to_owned(),
-            native: NativeIds {
-                session_id: Some("fake-session-cs".to_owned()),
-                turn_id: Some("fake-turn-cs".to_owned()),
-            },
-        }
-    );
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert_eq!(outcome.final_text, "the turn was cancelled");
 }
 
 #[tokio::test]
