@@ -15,18 +15,12 @@ use agent_client_protocol::v1::schema::{
     InitializeResponse,
 };
 use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RpcFailure};
-use serverfs_agent_runtime::lines::{read_lines, write_lines};
+use serverfs_agent_runtime::lines::{MAX_LINE_BYTES, read_lines, write_lines};
 use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_with_stdio};
 use serverfs_agent_runtime::{AgentError, BridgeErrorCode, Host, ProviderChild, ProviderCommand};
 use tokio::sync::mpsc;
 
 use crate::wire::{CallFailure, call};
-
-/// Largest line accepted from an agent: a tool call can carry a whole file
-/// (an edit's diff, a read's content). A longer line ends the connection
-/// rather than growing a buffer without limit; lines that are not JSON
-/// are skipped.
-pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The longest agent name or version kept from `initialize`.
 const MAX_AGENT_TEXT: usize = 256;

@@ -81,7 +81,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::NewSessionRequest;
 use serverfs_agent_runtime::payload::{catalog_unavailable, catalog_unsupported};
-use serverfs_agent_runtime::turns::{StopSignal, TurnRegistry};
+use serverfs_agent_runtime::turns::{StopSignal, TurnControl, TurnRegistry};
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, BridgeErrorCode, Capabilities, Host, NativeIds, Probe,
     ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
@@ -413,6 +413,14 @@ impl Adapter for AcpAdapter {
         capabilities_of(self.snapshot.get().as_ref())
     }
 
+    // ACP v1 has no way to add to a running prompt turn: the default
+    // `send_message` refuses steering. On the default `cancel` the turn
+    // loop does the agent's side: pending permissions answered
+    // `cancelled`, `session/cancel`, a bounded grace, the group stopped.
+    fn turns(&self) -> &dyn TurnControl {
+        &self.turns
+    }
+
     fn runtime_info(&self, probe: &Probe) -> RuntimeInfo {
         let measured = self.snapshot.get();
         let mut info = capabilities_of(measured.as_ref()).runtime_info(self.name(), probe);
@@ -453,24 +461,6 @@ impl Adapter for AcpAdapter {
         Box::pin(self.run_turn(ctx, host))
     }
 
-    fn send_message<'a>(
-        &'a self,
-        task_id: &'a str,
-        _text: String,
-    ) -> BoxFuture<'a, Result<(), AgentError>> {
-        // ACP v1 has no way to add to a running prompt turn.
-        let refused = self.turns.refuse_steering(task_id);
-        Box::pin(async move { refused })
-    }
-
-    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
-        // The turn loop does the agent's side: pending permissions
-        // answered `cancelled`, `session/cancel`, a bounded grace, the
-        // group stopped.
-        self.turns.cancel(task_id);
-        Box::pin(async {})
-    }
-
     fn reconcile<'a>(
         &'a self,
         _task_id: &'a str,
@@ -484,11 +474,6 @@ impl Adapter for AcpAdapter {
             .is_some_and(|measured| measured.continues_sessions());
         let state = ProviderState::bridge_owned(native.session_id.is_some() && continues);
         Box::pin(async move { state })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.turns.close();
-        Box::pin(async {})
     }
 }
 

@@ -13,7 +13,9 @@ use serverfs_protocol::bridge::{
     QuestionOption, QuestionPayload, QuestionResolution, RequestedPermission,
 };
 
-use crate::wire::{Decision, DecisionList, Malformed, ServerRequest, UserInputParams};
+use crate::wire::{
+    Decision, DecisionList, Malformed, NativeDecision, ServerRequest, UserInputParams,
+};
 
 /// What a server request asks of the human, or why it is refused at once.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,24 +50,25 @@ pub const UNSUPPORTED: i64 = -32601;
 /// JSON-RPC server error: a request the Bridge refuses.
 pub const REFUSED: i64 = -32000;
 
-/// The neutral decision of a native decision string.
-fn neutral_decision(native: &str) -> Option<ApprovalDecision> {
+/// The neutral decision of a native one; none for a name the Bridge does
+/// not know.
+fn neutral_decision(native: &NativeDecision) -> Option<ApprovalDecision> {
     match native {
-        "accept" => Some(ApprovalDecision::ApproveOnce),
-        "acceptForSession" => Some(ApprovalDecision::ApproveSession),
-        "decline" => Some(ApprovalDecision::Deny),
-        "cancel" => Some(ApprovalDecision::CancelTask),
-        _ => None,
+        NativeDecision::Accept => Some(ApprovalDecision::ApproveOnce),
+        NativeDecision::AcceptForSession => Some(ApprovalDecision::ApproveSession),
+        NativeDecision::Decline => Some(ApprovalDecision::Deny),
+        NativeDecision::Cancel => Some(ApprovalDecision::CancelTask),
+        NativeDecision::Unknown(_) => None,
     }
 }
 
-/// The native decision string of a neutral decision.
-pub fn native_decision(decision: ApprovalDecision) -> &'static str {
+/// The native decision of a neutral one.
+pub fn native_decision(decision: ApprovalDecision) -> NativeDecision {
     match decision {
-        ApprovalDecision::ApproveOnce => "accept",
-        ApprovalDecision::ApproveSession => "acceptForSession",
-        ApprovalDecision::Deny => "decline",
-        ApprovalDecision::CancelTask => "cancel",
+        ApprovalDecision::ApproveOnce => NativeDecision::Accept,
+        ApprovalDecision::ApproveSession => NativeDecision::AcceptForSession,
+        ApprovalDecision::Deny => NativeDecision::Decline,
+        ApprovalDecision::CancelTask => NativeDecision::Cancel,
     }
 }
 
@@ -235,7 +238,9 @@ fn questions(params: UserInputParams) -> Ask {
 /// The native response to an approval.
 pub fn approval_response(kind: &ApprovalKind, resolution: &ApprovalResolution) -> Value {
     match kind {
-        ApprovalKind::Decision => json!({ "decision": native_decision(resolution.decision) }),
+        ApprovalKind::Decision => {
+            json!({ "decision": native_decision(resolution.decision).as_str() })
+        }
         ApprovalKind::Permissions(requested) => {
             let (granted, scope) = match resolution.decision {
                 ApprovalDecision::ApproveOnce => (true, "turn"),
@@ -262,26 +267,10 @@ pub fn approval_response(kind: &ApprovalKind, resolution: &ApprovalResolution) -
 /// The native response to answered questions: per question, the chosen
 /// option labels followed by the free text.
 pub fn question_response(payload: &QuestionPayload, resolution: &QuestionResolution) -> Value {
-    let mut answers = Map::new();
-    for answer in &resolution.answers {
-        let Some(question) = payload
-            .questions
-            .iter()
-            .find(|q| q.question_id == answer.question_id)
-        else {
-            continue;
-        };
-        let mut given: Vec<Value> = answer
-            .selected_option_ids
-            .iter()
-            .filter_map(|id| question.options.iter().find(|o| &o.option_id == id))
-            .map(|option| Value::String(option.label.clone()))
-            .collect();
-        if let Some(text) = answer.text.as_ref().filter(|t| !t.is_empty()) {
-            given.push(Value::String(text.clone()));
-        }
-        answers.insert(answer.question_id.clone(), json!({ "answers": given }));
-    }
+    let answers: Map<String, Value> = payload::answer_labels(payload, resolution)
+        .into_iter()
+        .map(|(question, given)| (question.question_id.clone(), json!({ "answers": given })))
+        .collect();
     json!({ "answers": answers })
 }
 
@@ -392,7 +381,7 @@ mod tests {
     fn decisions_map_both_ways() {
         for decision in ApprovalDecision::ALL {
             assert_eq!(
-                neutral_decision(native_decision(*decision)),
+                neutral_decision(&native_decision(*decision)),
                 Some(*decision)
             );
         }

@@ -9,7 +9,9 @@
 //! concurrently, each through the host, which queues them and presents one
 //! at a time; any request kind the Bridge does not serve is refused at once
 //! so the turn never hangs. Steering is `turn/steer`, cancellation
-//! `turn/interrupt`.
+//! `turn/interrupt`: the turn loop interrupts as soon as it is told to
+//! stop, and a stop that comes before the turn id exists ends the turn
+//! before `turn/start` is sent.
 //!
 //! Modules: `connect` (transports and the handshake), `websocket` (the
 //! managed daemon's framing), `wire` (the typed protocol subset), `turn`
@@ -31,7 +33,7 @@ use std::sync::Arc;
 use serverfs_agent_runtime::payload::catalog_unavailable;
 use serverfs_agent_runtime::probe::{ProbeCache, version_probe};
 use serverfs_agent_runtime::serving::ServingSet;
-use serverfs_agent_runtime::turns::{ActiveTurn, TurnRegistry};
+use serverfs_agent_runtime::turns::{ActiveTurn, TurnControl, TurnRegistry};
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, BridgeErrorCode, Capabilities, Host, NativeIds, Probe,
     ProviderState, StartDir, TaskContext, TurnOutcome,
@@ -47,8 +49,8 @@ pub use connect::{CodexConfig, CodexTransport};
 use self::connect::{Connection, call, request_failed};
 use self::turn::{Turn, TurnHandleSlot};
 use self::wire::{
-    ModelList, ModelListParams, Tag, TextInput, ThreadRead, ThreadReadParams, TurnSteer,
-    TurnSteerParams,
+    ModelList, ModelListParams, Tagged, TextInput, ThreadRead, ThreadReadParams, ThreadStatus,
+    TurnSteer, TurnSteerParams,
 };
 
 /// The runtime's name.
@@ -225,6 +227,10 @@ impl Adapter for CodexAdapter {
         CODEX_CAPABILITIES
     }
 
+    fn turns(&self) -> &dyn TurnControl {
+        &self.turns
+    }
+
     fn probe(&self) -> BoxFuture<'_, Probe> {
         Box::pin(self.probes.probe(self.probe_now()))
     }
@@ -318,13 +324,6 @@ impl Adapter for CodexAdapter {
         })
     }
 
-    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
-        // The turn loop interrupts as soon as it can; before the turn id
-        // exists it stops before starting the turn.
-        self.turns.cancel(task_id);
-        Box::pin(async {})
-    }
-
     fn reconcile<'a>(
         &'a self,
         _task_id: &'a str,
@@ -354,22 +353,27 @@ impl Adapter for CodexAdapter {
             if &result.thread.id != thread_id {
                 return ProviderState::UNKNOWN;
             }
-            match result.thread.status.as_ref().and_then(Tag::name) {
-                Some("active") => ProviderState {
+            let status = result.thread.status.as_ref().and_then(Tagged::value);
+            match status {
+                Some(ThreadStatus::Active) => ProviderState {
                     status: ReconcileStatus::Unknown,
                     provider_active: Some(true),
                 },
-                _ => ProviderState {
+                // Not running a turn (`notLoaded` is on disk, measured on
+                // 0.171.0); a status of a later Codex, or none, is judged
+                // the same: the thread is there to resume.
+                Some(
+                    ThreadStatus::Idle
+                    | ThreadStatus::NotLoaded
+                    | ThreadStatus::SystemError
+                    | ThreadStatus::Unknown,
+                )
+                | None => ProviderState {
                     status: ReconcileStatus::SessionResumable,
                     provider_active: Some(false),
                 },
             }
         })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.turns.close();
-        Box::pin(async {})
     }
 }
 

@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, watch};
 use crate::connect::{CallFailure, call, request_failed};
 use crate::interactions::{Ask, REFUSED, approval_response, ask, question_response};
 use crate::wire::{
-    ErrorParams, Item, Notification, ServerRequest, Tag, TextInput, ThreadResume,
-    ThreadResumeParams, ThreadStart, ThreadStartParams, TurnCompletedParams, TurnInterrupt,
-    TurnRef, TurnStart, TurnStartParams,
+    ErrorParams, Field, Item, ItemStatus, ItemType, MessagePhase, Notification, ServerRequest,
+    Tagged, TextInput, ThreadResume, ThreadResumeParams, ThreadStart, ThreadStartParams,
+    TurnCompletedParams, TurnInterrupt, TurnRef, TurnStart, TurnStartParams, TurnStatus,
 };
 
 /// Codex's JSON-RPC code for a thread it cannot resume (unknown id, no
@@ -239,9 +239,9 @@ impl Turn<'_> {
             }
             Notification::ItemCompleted(completed) => {
                 let item = &completed.item;
-                if item.kind.as_ref().and_then(Tag::name) == Some("agentMessage") {
-                    let text = item.text().unwrap_or_default().to_owned();
-                    if item.phase().as_ref().and_then(Tag::name) == Some("final_answer") {
+                if item.item_type() == Some(&ItemType::AgentMessage) {
+                    let text = item.message_text().to_owned();
+                    if item.is_final_answer() {
                         self.final_answer = Some(text.clone());
                     }
                     self.last_message = Some(text);
@@ -273,17 +273,21 @@ impl Turn<'_> {
         let status = turn
             .as_ref()
             .and_then(|turn| turn.status.as_ref())
-            .and_then(Tag::name)
-            .unwrap_or_default();
+            .and_then(Tagged::value);
         match status {
-            "completed" => Ok(self.final_text()),
-            "interrupted" => Err(AgentError::provider("the Codex turn was interrupted")),
-            other => {
+            Some(TurnStatus::Completed) => Ok(self.final_text()),
+            Some(TurnStatus::Interrupted) => {
+                Err(AgentError::provider("the Codex turn was interrupted"))
+            }
+            Some(TurnStatus::Failed | TurnStatus::InProgress | TurnStatus::Unknown(_)) | None => {
                 let detail = turn
                     .as_ref()
                     .and_then(|turn| turn.error.as_ref())
                     .and_then(|error| error.message.clone())
-                    .unwrap_or_else(|| format!("Codex turn ended with status {other}"));
+                    .unwrap_or_else(|| {
+                        let named = status.map_or("", TurnStatus::as_str);
+                        format!("Codex turn ended with status {named}")
+                    });
                 Err(AgentError::provider(scrub_credentials(&detail)))
             }
         }
@@ -329,44 +333,110 @@ impl Turn<'_> {
 /// act on (host paths are redacted by the core), bounded so that it fits an
 /// event: a long string field is cut (on a character boundary), large
 /// `changes` become `{"count", "truncated"}`, and either adds
-/// `"truncated": true`.
+/// `"truncated": true`. A status is shown by its name; a field of a shape
+/// the adapter does not read is passed on as sent.
 pub(crate) fn item_summary(item: &Item) -> Map<String, Value> {
-    let mut summary = Map::new();
-    let kind = item.kind.as_ref().and_then(Tag::name).unwrap_or_default();
-    summary.insert("type".to_owned(), json!(kind));
-    let keep: &[&str] = match kind {
-        "agentMessage" => &["id", "text", "phase"],
-        "commandExecution" => &["id", "command", "cwd", "status", "exitCode"],
-        "fileChange" => &["id", "status", "changes"],
-        _ => &["id", "status"],
-    };
-    let mut truncated = false;
-    for key in keep {
-        let Some(value) = item.fields.get(*key).cloned() else {
-            continue;
-        };
-        let value = match value {
-            Value::Object(object) if *key == "status" => {
-                object.get("type").cloned().unwrap_or(Value::Object(object))
-            }
-            Value::String(text) => {
-                let (kept, cut) = bounded_text(&text);
-                truncated |= cut;
-                json!(kept)
-            }
-            changes if *key == "changes" => {
-                let (kept, cut) = bounded_json(&changes);
-                truncated |= cut;
-                kept
-            }
-            other => other,
-        };
-        summary.insert((*key).to_owned(), value);
-    }
-    if truncated {
-        summary.insert("truncated".to_owned(), json!(true));
-    }
+    let kind = item.item_type();
+    let mut summary = Summary::default();
     summary
+        .fields
+        .insert("type".to_owned(), json!(kind.map_or("", ItemType::as_str)));
+    summary.string("id", item.id.as_ref());
+    match kind {
+        Some(ItemType::AgentMessage) => {
+            summary.string("text", item.text.as_ref());
+            summary.tagged("phase", item.phase.as_ref(), MessagePhase::as_str);
+        }
+        Some(ItemType::CommandExecution) => {
+            summary.string("command", item.command.as_ref());
+            summary.string("cwd", item.cwd.as_ref());
+            summary.tagged("status", item.status.as_ref(), ItemStatus::as_str);
+            summary.number("exitCode", item.exit_code.as_ref());
+        }
+        Some(ItemType::FileChange) => {
+            summary.tagged("status", item.status.as_ref(), ItemStatus::as_str);
+            if let Some(changes) = &item.changes {
+                summary.changes(changes);
+            }
+        }
+        Some(ItemType::Unknown(_)) | None => {
+            summary.tagged("status", item.status.as_ref(), ItemStatus::as_str);
+        }
+    }
+    if summary.truncated {
+        summary.fields.insert("truncated".to_owned(), json!(true));
+    }
+    summary.fields
+}
+
+/// An item summary being built: the fields so far, and whether any was
+/// cut. A field the item does not have is left out; one it has as `null`
+/// is shown as `null`.
+#[derive(Default)]
+struct Summary {
+    fields: Map<String, Value>,
+    truncated: bool,
+}
+
+impl Summary {
+    /// `text`, cut to the item bound.
+    fn text(&mut self, key: &str, text: &str) {
+        let (kept, cut) = bounded_text(text);
+        self.truncated |= cut;
+        self.fields.insert(key.to_owned(), json!(kept));
+    }
+
+    /// A value of a shape the adapter does not read: a string is cut to the
+    /// bound, anything else passed on whole.
+    fn sent(&mut self, key: &str, value: &Value) {
+        match value {
+            Value::String(text) => self.text(key, text),
+            other => {
+                self.fields.insert(key.to_owned(), other.clone());
+            }
+        }
+    }
+
+    fn string(&mut self, key: &str, field: Option<&Field<String>>) {
+        match field {
+            Some(Field::Read(text)) => self.text(key, text),
+            Some(Field::Sent(value)) => self.sent(key, value),
+            None => {}
+        }
+    }
+
+    fn number(&mut self, key: &str, field: Option<&Field<i64>>) {
+        match field {
+            Some(Field::Read(number)) => {
+                self.fields.insert(key.to_owned(), json!(number));
+            }
+            Some(Field::Sent(value)) => self.sent(key, value),
+            None => {}
+        }
+    }
+
+    /// An enum value by its name, in whichever shape it came.
+    fn tagged<T>(&mut self, key: &str, tagged: Option<&Tagged<T>>, name: fn(&T) -> &str) {
+        match tagged {
+            Some(Tagged::Name(value) | Tagged::Object { kind: value }) => {
+                self.text(key, name(value));
+            }
+            Some(Tagged::Other(value)) => self.sent(key, value),
+            None => {}
+        }
+    }
+
+    /// File changes: within the bound as sent, else their count.
+    fn changes(&mut self, changes: &Value) {
+        match changes {
+            Value::String(text) => self.text("changes", text),
+            other => {
+                let (kept, cut) = bounded_json(other);
+                self.truncated |= cut;
+                self.fields.insert("changes".to_owned(), kept);
+            }
+        }
+    }
 }
 
 /// A failed `thread/resume`: the session is gone only when Codex says it

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use serverfs_agent_runtime::bounds::{MAX_ITEM_TEXT_BYTES, json_len};
 use serverfs_agent_runtime::jsonrpc::RpcFailure;
+use serverfs_agent_runtime::turns::Stop;
 use serverfs_agent_runtime::{ProxyPolicy, TurnStatus, scrub_credentials};
 use serverfs_protocol::bridge::EventPayload;
 use serverfs_testkit::host::{RecordingHost, Unscripted};
@@ -174,29 +175,51 @@ async fn a_cancel_while_the_thread_starts_ends_the_turn_at_once() {
     assert!(rig.adapter.turns.active(TASK).is_err());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_adapter_interrupts_a_turn_rather_than_cancelling_it() {
+/// Runs a `wait` turn, tells it `stops` in order once its id is known
+/// (no await between them yields to the turn on a one-thread runtime),
+/// and returns its outcome, checking that Codex was interrupted once.
+async fn stopped_wait_turn(stops: &[Stop]) -> TurnOutcome {
     let rig = rig();
     let host = Arc::new(holding_host());
     let turn = rig.run("wait", None, &host);
     rig.wait_turn_handle().await;
-    rig.adapter.close().await;
-    let outcome = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap();
-    assert_eq!(
-        outcome,
-        TurnOutcome {
-            status: TurnStatus::Interrupted,
-            final_text: "the codex runtime was closed".to_owned(),
-            native: NativeIds {
-                session_id: Some("thread-1".to_owned()),
-                turn_id: Some("turn-1".to_owned()),
-            },
+    for stop in stops {
+        match stop {
+            Stop::Cancelled => rig.adapter.cancel(TASK).await,
+            Stop::Closed => rig.adapter.close().await,
         }
-    );
+    }
+    let outcome = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap();
     assert_eq!(
         rig.requests("turn/interrupt"),
         vec![json!({ "threadId": "thread-1", "turnId": "turn-1" })]
     );
+    assert_eq!(
+        outcome.native,
+        NativeIds {
+            session_id: Some("thread-1".to_owned()),
+            turn_id: Some("turn-1".to_owned()),
+        }
+    );
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_adapter_interrupts_a_turn_rather_than_cancelling_it() {
+    let outcome = stopped_wait_turn(&[Stop::Closed]).await;
+    assert_eq!(outcome.status, TurnStatus::Interrupted);
+    assert_eq!(outcome.final_text, "the codex runtime was closed");
+}
+
+/// Under the `Stop` rule the first reason wins: a user's cancel that a
+/// shutdown follows before the turn has ended ends it `Cancelled`, not
+/// `Interrupted`. (One runtime thread: the turn cannot run between the
+/// two calls, so both reasons arrive before it looks.)
+#[tokio::test]
+async fn a_cancel_followed_by_a_shutdown_ends_the_turn_cancelled() {
+    let outcome = stopped_wait_turn(&[Stop::Cancelled, Stop::Closed]).await;
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert_eq!(outcome.final_text, "the turn was cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -329,5 +352,30 @@ fn item_summaries_are_bounded() {
     assert_eq!(
         json_len(&json!({ "a": [1, "x"] })),
         r#"{"a":[1,"x"]}"#.len()
+    );
+}
+
+#[test]
+fn item_summaries_name_statuses_and_pass_unread_shapes_on() {
+    // A type of a later Codex keeps its name; a status object shows its
+    // type.
+    let reasoning = json!({
+        "type": "reasoning", "id": "r", "status": { "type": "completed" }, "text": "hidden",
+    });
+    assert_eq!(
+        Value::Object(item_summary(&item(reasoning))),
+        json!({ "type": "reasoning", "id": "r", "status": "completed" })
+    );
+    // An argv command (before 0.171.0) and an absent cwd.
+    let argv = json!({ "type": "commandExecution", "command": ["cargo", "test"], "exitCode": 0 });
+    assert_eq!(
+        Value::Object(item_summary(&item(argv))),
+        json!({ "type": "commandExecution", "command": ["cargo", "test"], "exitCode": 0 })
+    );
+    // No readable type: only the id and status, whatever else it has.
+    let untyped = json!({ "type": 3, "id": "u", "text": "x", "status": "inProgress" });
+    assert_eq!(
+        Value::Object(item_summary(&item(untyped))),
+        json!({ "type": "", "id": "u", "status": "inProgress" })
     );
 }

@@ -7,9 +7,12 @@
 //! into [`Notification`] and [`ServerRequest`]; anything else is
 //! `Other`/`Unsupported`, never an error. Every field is optional unless
 //! the adapter cannot work without it, and fields whose shape drifted
-//! between Codex releases are untagged enums ([`Tag`], [`DecisionList`])
-//! so that both shapes decode. Values the adapter only bounds and passes
-//! on to clients (a command line, file changes) stay JSON.
+//! between Codex releases are untagged enums ([`Tagged`], [`DecisionList`],
+//! [`Field`]) so that every shape decodes. The enum values the adapter
+//! acts on (item types, item, turn and thread statuses, message phases,
+//! decisions) are enums whose `Unknown` variant takes the values a later
+//! Codex adds. Values the adapter only bounds and passes on to clients
+//! (file changes, a command's argv) stay JSON.
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -136,10 +139,27 @@ pub struct ThreadResult {
 pub struct Thread {
     /// Its id.
     pub id: String,
-    /// `idle`, `active`, … (a string, or since 0.171.0 an object with a
-    /// `type`).
+    /// A string, or since 0.171.0 an object with a `type` (and
+    /// `activeFlags`).
     #[serde(default)]
-    pub status: Option<Tag>,
+    pub status: Option<Tagged<ThreadStatus>>,
+}
+
+/// A thread's status (reconciliation asks only whether it is active).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ThreadStatus {
+    /// `idle`: no turn runs.
+    Idle,
+    /// `active`: a turn runs.
+    Active,
+    /// `notLoaded`: on disk, not in memory (resumable).
+    NotLoaded,
+    /// `systemError`.
+    SystemError,
+    /// A status this adapter does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// One input item: the adapter only sends text.
@@ -284,30 +304,120 @@ pub struct ThreadReadParams {
     pub include_turns: bool,
 }
 
-/// A string enum value, or (Codex 0.171.0 turned several enums into
-/// tagged objects) an object with a `type`; both decode.
-#[derive(Debug, Clone, Deserialize)]
+/// An enum value as a string, or (Codex 0.171.0 turned several enums
+/// into tagged objects) an object with a `type`; both decode, and any
+/// other shape is kept as sent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-pub enum Tag {
-    /// `"completed"`.
-    Name(String),
+pub enum Tagged<T> {
     /// `{"type": "completed", …}`.
     Object {
-        /// The tag.
+        /// The value.
         #[serde(rename = "type")]
-        kind: String,
+        kind: T,
     },
-    /// Any other shape: no tag.
-    Other(IgnoredAny),
+    /// `"completed"`.
+    Name(T),
+    /// Any other shape (`null`, a number, an object without a readable
+    /// `type`): no value.
+    Other(Value),
 }
 
-impl Tag {
-    /// The tag's name, if it has one.
-    pub fn name(&self) -> Option<&str> {
+impl<T> Tagged<T> {
+    /// The value, in either shape.
+    pub fn value(&self) -> Option<&T> {
         match self {
-            Tag::Name(name) | Tag::Object { kind: name } => Some(name),
-            Tag::Other(_) => None,
+            Tagged::Object { kind: value } | Tagged::Name(value) => Some(value),
+            Tagged::Other(_) => None,
         }
+    }
+}
+
+/// An enum of Codex's whose values the adapter passes on to clients by
+/// name: the known values as variants, anything else kept by name in
+/// `Unknown` (Codex adds values between releases). Decodes from a string
+/// only.
+macro_rules! named_values {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $wire:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+        #[serde(from = "String")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+            /// A value this adapter does not know, as sent.
+            Unknown(String),
+        }
+
+        impl From<String> for $name {
+            fn from(name: String) -> Self {
+                match name.as_str() {
+                    $($wire => $name::$variant,)*
+                    _ => $name::Unknown(name),
+                }
+            }
+        }
+
+        impl $name {
+            /// The wire name.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $wire,)*
+                    $name::Unknown(name) => name,
+                }
+            }
+        }
+    };
+}
+
+named_values! {
+    /// An item's type: the event summary keeps different fields of each.
+    ItemType {
+        /// Text from the agent.
+        AgentMessage => "agentMessage",
+        /// A command run.
+        CommandExecution => "commandExecution",
+        /// File edits.
+        FileChange => "fileChange",
+    }
+}
+
+named_values! {
+    /// An item's status (`status` on commands, file changes, tool calls).
+    ItemStatus {
+        /// Still running.
+        InProgress => "inProgress",
+        /// Done.
+        Completed => "completed",
+        /// Failed.
+        Failed => "failed",
+        /// Declined by the approver.
+        Declined => "declined",
+    }
+}
+
+named_values! {
+    /// An agent message's phase. (With a custom provider Codex sends
+    /// `null`: measured on 0.171.0.)
+    MessagePhase {
+        /// Working notes on the way.
+        Commentary => "commentary",
+        /// The turn's answer.
+        FinalAnswer => "final_answer",
+    }
+}
+
+named_values! {
+    /// How a turn ended (`turn/completed`); a status the adapter does not
+    /// know is a failure that names it.
+    TurnStatus {
+        /// It finished.
+        Completed => "completed",
+        /// It was interrupted (`turn/interrupt`).
+        Interrupted => "interrupted",
+        /// It failed (`error` says why).
+        Failed => "failed",
+        /// Still running (never in `turn/completed`).
+        InProgress => "inProgress",
     }
 }
 
@@ -397,28 +507,83 @@ pub struct ItemParams {
     pub item: Item,
 }
 
-/// An item: its type, and every field as sent (the event summary passes
-/// a chosen few on to clients, bounded, as they came).
+/// What the adapter reads of an item: its type, what makes an agent
+/// message the answer, and the fields the event summary passes on to
+/// clients. A field that is present is kept even when `null` (the summary
+/// shows it as sent); one of an unexpected shape is kept as sent
+/// ([`Field::Sent`], [`Tagged::Other`]) rather than costing the item.
 #[derive(Debug, Deserialize)]
 pub struct Item {
     /// `agentMessage`, `commandExecution`, `fileChange`, …
     #[serde(rename = "type", default)]
-    pub kind: Option<Tag>,
-    /// Every other field.
-    #[serde(flatten)]
-    pub fields: Map<String, Value>,
+    pub kind: Option<Tagged<ItemType>>,
+    /// The item's id.
+    #[serde(default, deserialize_with = "present")]
+    pub id: Option<Field<String>>,
+    /// An agent message's text.
+    #[serde(default, deserialize_with = "present")]
+    pub text: Option<Field<String>>,
+    /// An agent message's phase.
+    #[serde(default, deserialize_with = "present")]
+    pub phase: Option<Tagged<MessagePhase>>,
+    /// A command's line (a string since 0.171.0; an argv list before).
+    #[serde(default, deserialize_with = "present")]
+    pub command: Option<Field<String>>,
+    /// Where a command runs (a host path; the core redacts it).
+    #[serde(default, deserialize_with = "present")]
+    pub cwd: Option<Field<String>>,
+    /// The item's status.
+    #[serde(default, deserialize_with = "present")]
+    pub status: Option<Tagged<ItemStatus>>,
+    /// A command's exit code.
+    #[serde(rename = "exitCode", default, deserialize_with = "present")]
+    pub exit_code: Option<Field<i64>>,
+    /// A file change's entries, passed on (bounded) as sent.
+    #[serde(default, deserialize_with = "present")]
+    pub changes: Option<Value>,
 }
 
 impl Item {
-    /// The message text, on agent messages.
-    pub fn text(&self) -> Option<&str> {
-        self.fields.get("text")?.as_str()
+    /// The item's type, when it has a readable one.
+    pub fn item_type(&self) -> Option<&ItemType> {
+        self.kind.as_ref().and_then(Tagged::value)
     }
 
-    /// The phase (`commentary`, `final_answer`) of an agent message.
-    pub fn phase(&self) -> Option<Tag> {
-        Tag::deserialize(self.fields.get("phase")?).ok()
+    /// The text of an agent message (`""` when it has none).
+    pub fn message_text(&self) -> &str {
+        match &self.text {
+            Some(Field::Read(text)) => text,
+            Some(Field::Sent(_)) | None => "",
+        }
     }
+
+    /// Whether this agent message is the turn's answer (phase
+    /// `final_answer`).
+    pub fn is_final_answer(&self) -> bool {
+        self.phase.as_ref().and_then(Tagged::value) == Some(&MessagePhase::FinalAnswer)
+    }
+}
+
+/// A field read as `T`, or, in a shape another Codex release sends, kept
+/// as sent (and passed on unread).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Field<T> {
+    /// The expected shape.
+    Read(T),
+    /// Any other.
+    Sent(Value),
+}
+
+/// Deserializes a field that is present, `null` included: with `default`,
+/// an absent field is `None` and a `null` one `Some` (a plain `Option`
+/// would make both `None`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 /// `error` params: the message in one of three places.
@@ -472,9 +637,9 @@ pub struct TurnCompletedParams {
 /// A finished turn.
 #[derive(Debug, Deserialize)]
 pub struct FinishedTurn {
-    /// `completed`, `interrupted`, `failed`, …
+    /// How it ended.
     #[serde(default)]
-    pub status: Option<Tag>,
+    pub status: Option<Tagged<TurnStatus>>,
     /// Why it failed.
     #[serde(default)]
     pub error: Option<TurnError>,
@@ -607,12 +772,26 @@ pub enum DecisionList {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Decision {
-    /// `"accept"`, `"acceptForSession"`, `"decline"`, `"cancel"`, or a name
-    /// the Bridge does not know.
-    Name(String),
+    /// A decision by name.
+    Name(NativeDecision),
     /// An object-shaped decision (`acceptWithExecpolicyAmendment`), or
     /// any other value: never offered.
     Object(IgnoredAny),
+}
+
+named_values! {
+    /// A decision Codex offers by name, and the one the Bridge answers; a
+    /// name the Bridge does not know is never offered.
+    NativeDecision {
+        /// Run it.
+        Accept => "accept",
+        /// Run it, and the like for the rest of the session.
+        AcceptForSession => "acceptForSession",
+        /// Do not run it; the turn goes on.
+        Decline => "decline",
+        /// Do not run it, and stop the turn.
+        Cancel => "cancel",
+    }
 }
 
 /// `item/tool/requestUserInput` params.
@@ -665,18 +844,192 @@ mod tests {
 
     use super::*;
 
+    fn thread_status(status: Value) -> Option<Tagged<ThreadStatus>> {
+        serde_json::from_value::<Thread>(json!({ "id": "t", "status": status }))
+            .unwrap()
+            .status
+    }
+
+    fn turn_status(turn: Value) -> Option<Tagged<TurnStatus>> {
+        serde_json::from_value::<TurnCompletedParams>(json!({ "turn": turn }))
+            .unwrap()
+            .turn
+            .and_then(|turn| turn.status)
+    }
+
     #[test]
-    fn tags_accept_strings_and_objects() {
-        let thread: Thread =
-            serde_json::from_value(json!({ "id": "t", "status": "idle" })).unwrap();
-        assert_eq!(thread.status.as_ref().and_then(Tag::name), Some("idle"));
-        let thread: Thread = serde_json::from_value(
-            json!({ "id": "t", "status": { "type": "active", "activeFlags": [] } }),
-        )
+    fn a_thread_status_decodes_as_a_string_or_an_object() {
+        assert_eq!(
+            thread_status(json!("idle")),
+            Some(Tagged::Name(ThreadStatus::Idle))
+        );
+        // 0.171.0: an object with a `type` and flags.
+        assert_eq!(
+            thread_status(json!({ "type": "active", "activeFlags": [] })),
+            Some(Tagged::Object {
+                kind: ThreadStatus::Active
+            })
+        );
+        assert_eq!(
+            thread_status(json!({ "type": "notLoaded" })),
+            Some(Tagged::Object {
+                kind: ThreadStatus::NotLoaded
+            })
+        );
+        // A status of a later Codex, in either shape.
+        assert_eq!(
+            thread_status(json!("archived")),
+            Some(Tagged::Name(ThreadStatus::Unknown))
+        );
+        assert_eq!(
+            thread_status(json!({ "type": "archived" })),
+            Some(Tagged::Object {
+                kind: ThreadStatus::Unknown
+            })
+        );
+        // Unreadable shapes are kept, without a value.
+        assert_eq!(thread_status(json!(3)), Some(Tagged::Other(json!(3))));
+        let odd = thread_status(json!({ "kind": "active" })).unwrap();
+        assert_eq!(odd.value(), None);
+        let absent: Thread = serde_json::from_value(json!({ "id": "t" })).unwrap();
+        assert_eq!(absent.status, None);
+    }
+
+    #[test]
+    fn a_turn_status_decodes_as_a_string_or_an_object_and_keeps_unknown_names() {
+        assert_eq!(
+            turn_status(json!({ "status": "completed" })),
+            Some(Tagged::Name(TurnStatus::Completed))
+        );
+        assert_eq!(
+            turn_status(json!({ "status": { "type": "interrupted" } })),
+            Some(Tagged::Object {
+                kind: TurnStatus::Interrupted
+            })
+        );
+        let unknown = turn_status(json!({ "status": "cancelledByPolicy" })).unwrap();
+        assert_eq!(
+            unknown.value(),
+            Some(&TurnStatus::Unknown("cancelledByPolicy".to_owned()))
+        );
+        assert_eq!(
+            unknown.value().map(TurnStatus::as_str),
+            Some("cancelledByPolicy")
+        );
+        assert_eq!(
+            turn_status(json!({ "status": 5 })),
+            Some(Tagged::Other(json!(5)))
+        );
+        assert_eq!(turn_status(json!({ "status": null })), None);
+        assert_eq!(turn_status(json!({ "id": "u" })), None);
+    }
+
+    fn item(value: Value) -> Item {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn item_types_decode_in_both_shapes_and_keep_unknown_names() {
+        let message = item(json!({ "type": "agentMessage", "id": "m" }));
+        assert_eq!(message.item_type(), Some(&ItemType::AgentMessage));
+        let object = item(json!({ "type": { "type": "fileChange" } }));
+        assert_eq!(object.item_type(), Some(&ItemType::FileChange));
+        let reasoning = item(json!({ "type": "reasoning" }));
+        assert_eq!(
+            reasoning.item_type(),
+            Some(&ItemType::Unknown("reasoning".to_owned()))
+        );
+        assert_eq!(
+            reasoning.item_type().map(ItemType::as_str),
+            Some("reasoning")
+        );
+        assert_eq!(item(json!({ "id": "x" })).item_type(), None);
+        assert_eq!(item(json!({ "type": 7 })).item_type(), None);
+    }
+
+    #[test]
+    fn message_phases_decode_absent_null_named_and_unknown() {
+        let phase = |phase: Value| item(json!({ "type": "agentMessage", "phase": phase }));
+        assert!(phase(json!("final_answer")).is_final_answer());
+        assert!(phase(json!({ "type": "final_answer" })).is_final_answer());
+        assert!(!phase(json!("commentary")).is_final_answer());
+        // A custom provider's `null` is there, with no value (0.171.0).
+        let null = phase(Value::Null);
+        assert_eq!(null.phase, Some(Tagged::Other(Value::Null)));
+        assert!(!null.is_final_answer());
+        let later = phase(json!("summary"));
+        assert_eq!(
+            later.phase,
+            Some(Tagged::Name(MessagePhase::Unknown("summary".to_owned())))
+        );
+        assert_eq!(item(json!({ "type": "agentMessage" })).phase, None);
+    }
+
+    #[test]
+    fn item_fields_of_another_shape_are_kept_as_sent() {
+        // The argv list of earlier releases, a string exit code, a numeric
+        // id: the item still decodes, each field as it came.
+        let command = item(json!({
+            "type": "commandExecution", "id": 5, "command": ["cargo", "test"],
+            "exitCode": "0", "status": { "type": "completed" }, "text": null,
+        }));
+        assert_eq!(command.id, Some(Field::Sent(json!(5))));
+        assert_eq!(command.command, Some(Field::Sent(json!(["cargo", "test"]))));
+        assert_eq!(command.exit_code, Some(Field::Sent(json!("0"))));
+        assert_eq!(
+            command.status,
+            Some(Tagged::Object {
+                kind: ItemStatus::Completed
+            })
+        );
+        assert_eq!(command.text, Some(Field::Sent(Value::Null)));
+        assert_eq!(command.message_text(), "");
+        let typed = item(json!({ "type": "commandExecution", "command": "ls", "exitCode": 1 }));
+        assert_eq!(typed.command, Some(Field::Read("ls".to_owned())));
+        assert_eq!(typed.exit_code, Some(Field::Read(1)));
+        assert_eq!(typed.cwd, None);
+        let text = item(json!({ "type": "agentMessage", "text": "hi" }));
+        assert_eq!(text.message_text(), "hi");
+    }
+
+    #[test]
+    fn decisions_decode_by_name_and_object_shaped_ones_are_kept_apart() {
+        let list: DecisionList = serde_json::from_value(json!([
+            "accept",
+            "acceptForSession",
+            "decline",
+            "cancel",
+            "somethingNew",
+            { "acceptWithExecpolicyAmendment": { "execpolicy_amendment": ["pytest"] } },
+            7,
+        ]))
         .unwrap();
-        assert_eq!(thread.status.as_ref().and_then(Tag::name), Some("active"));
-        let thread: Thread = serde_json::from_value(json!({ "id": "t", "status": 3 })).unwrap();
-        assert_eq!(thread.status.as_ref().and_then(Tag::name), None);
+        let DecisionList::List(decisions) = list else {
+            panic!("a list");
+        };
+        let names: Vec<Option<NativeDecision>> = decisions
+            .into_iter()
+            .map(|decision| match decision {
+                Decision::Name(name) => Some(name),
+                Decision::Object(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                Some(NativeDecision::Accept),
+                Some(NativeDecision::AcceptForSession),
+                Some(NativeDecision::Decline),
+                Some(NativeDecision::Cancel),
+                Some(NativeDecision::Unknown("somethingNew".to_owned())),
+                None,
+                None,
+            ]
+        );
+        assert!(matches!(
+            serde_json::from_value::<DecisionList>(json!("accept")).unwrap(),
+            DecisionList::Other(_)
+        ));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use serverfs_agent_runtime::payload::catalog_unavailable;
 use serverfs_agent_runtime::probe::{ProbeCache, version_probe};
 use serverfs_agent_runtime::serving::ServingSet;
-use serverfs_agent_runtime::turns::{StopSignal, TurnRegistry};
+use serverfs_agent_runtime::turns::{StopSignal, TurnControl, TurnRegistry};
 use serverfs_agent_runtime::{
     Adapter, AgentError, BoxFuture, BridgeErrorCode, Capabilities, Host, NativeIds, Probe,
     ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
@@ -559,6 +559,12 @@ impl Adapter for StreamJsonAdapter {
         self.flavor.capabilities
     }
 
+    // No live steering: the default `send_message` refuses it; `cancel`
+    // and `close` are the kit's defaults too.
+    fn turns(&self) -> &dyn TurnControl {
+        &self.turns
+    }
+
     fn probe(&self) -> BoxFuture<'_, Probe> {
         Box::pin(self.probes.probe(async {
             let mut command = ProviderCommand::new(&self.config.bin, "/");
@@ -591,20 +597,6 @@ impl Adapter for StreamJsonAdapter {
         Box::pin(self.run_turn(ctx, host))
     }
 
-    fn send_message<'a>(
-        &'a self,
-        task_id: &'a str,
-        _text: String,
-    ) -> BoxFuture<'a, Result<(), AgentError>> {
-        let refused = self.turns.refuse_steering(task_id);
-        Box::pin(async move { refused })
-    }
-
-    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
-        self.turns.cancel(task_id);
-        Box::pin(async {})
-    }
-
     fn reconcile<'a>(
         &'a self,
         _task_id: &'a str,
@@ -613,10 +605,5 @@ impl Adapter for StreamJsonAdapter {
         // A recorded session can be resumed.
         let state = ProviderState::bridge_owned(native.session_id.is_some());
         Box::pin(async move { state })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.turns.close();
-        Box::pin(async {})
     }
 }

@@ -177,26 +177,10 @@ pub fn question_response(
     resolution: &QuestionResolution,
     input: &Value,
 ) -> Value {
-    let mut answers = Map::new();
-    for answer in &resolution.answers {
-        let Some(question) = payload
-            .questions
-            .iter()
-            .find(|q| q.question_id == answer.question_id)
-        else {
-            continue;
-        };
-        let mut given: Vec<&str> = answer
-            .selected_option_ids
-            .iter()
-            .filter_map(|id| question.options.iter().find(|o| &o.option_id == id))
-            .map(|option| option.label.as_str())
-            .collect();
-        if let Some(text) = answer.text.as_deref().filter(|t| !t.is_empty()) {
-            given.push(text);
-        }
-        answers.insert(question.prompt.clone(), json!(given.join(", ")));
-    }
+    let answers: Map<String, Value> = payload::answer_labels(payload, resolution)
+        .into_iter()
+        .map(|(question, given)| (question.prompt.clone(), json!(given.join(", "))))
+        .collect();
     let mut updated = input.as_object().cloned().unwrap_or_default();
     updated.insert("answers".to_owned(), Value::Object(answers));
     json!({ "behavior": "allow", "updatedInput": updated })

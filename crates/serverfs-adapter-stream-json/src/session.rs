@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use serverfs_agent_runtime::lines::{LinesEnded, read_lines, write_lines};
+use serverfs_agent_runtime::lines::{LinesEnded, MAX_LINE_BYTES, read_lines, write_lines};
 use serverfs_agent_runtime::pending::{PendingRequests, Unanswered};
 use serverfs_agent_runtime::spawn::{STOP_GRACE, spawn_with_stdio};
 use serverfs_agent_runtime::{AgentError, Host, ProviderChild, ProviderCommand};
@@ -18,11 +18,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::wire::{self, ControlReply, Message};
-
-/// Largest line accepted from the CLI: its `init` message lists every tool,
-/// skill and MCP server, and tool results can be whole files. A longer line
-/// fails the turn rather than growing a buffer without limit.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a CLI gets to exit by itself once its stdin is closed.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -32,7 +27,8 @@ const EXIT_WAIT: Duration = Duration::from_secs(5);
 pub enum Incoming {
     /// A message of the CLI (not an answer to one of our requests).
     Message(Message),
-    /// The CLI printed a line over [`MAX_LINE_BYTES`]; nothing follows.
+    /// The CLI printed a line over the kit's [`MAX_LINE_BYTES`] (a longer
+    /// line fails the turn); nothing follows.
     Oversized,
 }
 

@@ -28,6 +28,7 @@ use serverfs_protocol::bridge::{
 };
 use tokio::time::Instant;
 
+use crate::turns::TurnControl;
 use crate::{AgentError, ProcessGroupId, WorkingDir};
 
 /// A boxed, sendable future borrowing from `'a`: the return type of every
@@ -319,7 +320,15 @@ pub trait Adapter: Send + Sync {
     /// cancellation and precondition refusal is reported in the outcome.
     fn run(&self, ctx: TaskContext, host: std::sync::Arc<dyn Host>) -> BoxFuture<'_, TurnOutcome>;
 
-    /// Steers the running turn of `task_id` with `text`.
+    /// The adapter's running turns (its [`TurnRegistry`]), which the
+    /// default [`send_message`](Self::send_message),
+    /// [`cancel`](Self::cancel) and [`close`](Self::close) act on.
+    ///
+    /// [`TurnRegistry`]: crate::turns::TurnRegistry
+    fn turns(&self) -> &dyn TurnControl;
+
+    /// Steers the running turn of `task_id` with `text`. The default is a
+    /// runtime without live steering, which refuses every message.
     ///
     /// # Errors
     ///
@@ -328,12 +337,22 @@ pub trait Adapter: Send + Sync {
     fn send_message<'a>(
         &'a self,
         task_id: &'a str,
-        text: String,
-    ) -> BoxFuture<'a, Result<(), AgentError>>;
+        _text: String,
+    ) -> BoxFuture<'a, Result<(), AgentError>> {
+        let refused = self.turns().refuse_steering(task_id);
+        Box::pin(async move { refused })
+    }
 
     /// Best-effort interrupt of `task_id`'s turn: [`run`](Self::run) then
     /// returns [`TurnStatus::Cancelled`]. A no-op for an unknown task.
-    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()>;
+    ///
+    /// The default tells the turn through its stop signal and returns at
+    /// once: the turn loop does the provider's side (an interrupt, a
+    /// bounded grace, the process group stopped).
+    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
+        self.turns().cancel(task_id);
+        Box::pin(async {})
+    }
 
     /// What is known about the provider side of `task_id` after a restart.
     fn reconcile<'a>(
@@ -344,5 +363,12 @@ pub trait Adapter: Send + Sync {
 
     /// Releases every provider resource; running turns end as
     /// [`TurnStatus::Interrupted`] and later runs are refused. Idempotent.
-    fn close(&self) -> BoxFuture<'_, ()>;
+    ///
+    /// The default closes the turn registry, which stops every running turn
+    /// ([`Stop::Closed`](crate::turns::Stop::Closed)) and refuses new ones;
+    /// each turn releases its own provider as it ends.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.turns().close();
+        Box::pin(async {})
+    }
 }

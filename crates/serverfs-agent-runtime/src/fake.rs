@@ -20,6 +20,7 @@
 //! | `fake: withdraw <ms>` | one `command` approval (`echo test`, all four decisions) that the "provider" settles itself `<ms>` after raising it unless answered first: the interaction goes stale | `withdrawn`, or `answered: <decision>`; `cancel_task` cancels the turn |
 //! | `fake: two-approvals` | two approvals requested concurrently (the host queues them) | `approvals=<d1>,<d2>` |
 //! | `fake: question [<text>]` | one question `q1`, options `a`/`A`, `b`/`B`, free text allowed | `answers=<resolution JSON>` |
+//! | `fake: start-after <ms>` | holds the turn `<ms>` before it starts, wherever the directive stands: nothing is reported, recorded or run before (no `turn.started`, no process); a stop meanwhile ends the turn unstarted | — |
 //! | `fake: wait <ms>` | sleeps; cancel interrupts it | — |
 //! | `fake: steer` | waits for a steering message | `steered=<message>` |
 //! | `fake: fail <CODE>` | the turn fails with the Bridge error code | — |
@@ -33,7 +34,8 @@
 //! An unknown or malformed directive fails the turn with
 //! `AGENT_PROVIDER_ERROR` before anything runs.
 //!
-//! Every turn emits `turn.started {runtime: "fake"}` first, records the
+//! Every turn emits `turn.started {runtime: "fake"}` first (after the
+//! `start-after` holds, if any), records the
 //! native ids (`fake-session-<task>` or the continued session, and
 //! `fake-turn-<task>`), emits `approval.observed` after each approval and
 //! `agent.message` with the final text before completing.
@@ -55,7 +57,7 @@ use tokio::time::sleep;
 
 use crate::payload;
 use crate::spawn::{STOP_GRACE, spawn_provider};
-use crate::turns::{ActiveTurn, Stop, StopSignal, TurnRegistry, expired, timed_out};
+use crate::turns::{ActiveTurn, Stop, StopSignal, TurnControl, TurnRegistry, expired, timed_out};
 use crate::{
     Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProcessGroupId,
     ProviderCommand, ProviderState, ProxyPolicy, TaskContext, TurnOutcome, WorkingDir,
@@ -120,6 +122,8 @@ pub enum Directive {
     TwoApprovals,
     /// `question [<text>]`.
     Question(String),
+    /// `start-after <ms>`.
+    StartAfter(Duration),
     /// `wait <ms>`.
     Wait(Duration),
     /// `steer`.
@@ -201,6 +205,10 @@ fn parse_directive(verb: &str, rest: &str) -> Result<Directive, AgentError> {
             .map_err(|_| malformed()),
         "two-approvals" => no_argument(Directive::TwoApprovals),
         "question" => Ok(Directive::Question(or_default(rest, DEFAULT_QUESTION))),
+        "start-after" => rest
+            .parse::<u64>()
+            .map(|ms| Directive::StartAfter(Duration::from_millis(ms)))
+            .map_err(|_| malformed()),
         "wait" => rest
             .parse::<u64>()
             .map(|ms| Directive::Wait(Duration::from_millis(ms)))
@@ -346,6 +354,21 @@ impl Turn {
         native: NativeIds,
     ) -> Result<String, AgentError> {
         let deadline = ctx.deadline;
+        let hold: Duration = script
+            .iter()
+            .filter_map(|directive| match directive {
+                Directive::StartAfter(hold) => Some(*hold),
+                _ => None,
+            })
+            .sum();
+        if !hold.is_zero() {
+            self.stop
+                .within(deadline, async {
+                    sleep(hold).await;
+                    Ok(())
+                })
+                .await?;
+        }
         self.stop
             .within(deadline, async {
                 host.report(EventPayload::TurnStarted {
@@ -488,6 +511,8 @@ impl Turn {
                     .map_err(|_| AgentError::provider("the answer could not be encoded"))?;
                 Ok(Some(format!("answers={json}")))
             }
+            // Held before the turn started (`play`).
+            Directive::StartAfter(_) => Ok(None),
             Directive::Wait(duration) => {
                 self.stop
                     .within(deadline, async {
@@ -794,6 +819,10 @@ impl Adapter for FakeAdapter {
         FAKE_CAPABILITIES
     }
 
+    fn turns(&self) -> &dyn TurnControl {
+        &self.turns
+    }
+
     fn probe(&self) -> BoxFuture<'_, Probe> {
         let available = !self.turns.is_closed();
         Box::pin(async move {
@@ -828,11 +857,6 @@ impl Adapter for FakeAdapter {
         Box::pin(async move { sent })
     }
 
-    fn cancel<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, ()> {
-        self.turns.cancel(task_id);
-        Box::pin(async {})
-    }
-
     fn reconcile<'a>(
         &'a self,
         _task_id: &'a str,
@@ -844,10 +868,5 @@ impl Adapter for FakeAdapter {
                 provider_active: Some(false),
             }
         })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        self.turns.close();
-        Box::pin(async {})
     }
 }

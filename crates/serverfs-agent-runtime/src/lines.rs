@@ -10,6 +10,15 @@
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+/// The line cap of the newline-framed provider protocols (stream-json,
+/// ACP): the largest line accepted from a provider. Their lines can be
+/// large by design — an `init` message listing every tool, skill and MCP
+/// server; a tool call or result carrying a whole file — so the cap is
+/// generous, and only bounds memory: a longer line ends the stream rather
+/// than growing a buffer without limit. (Codex's App Server has its own,
+/// larger cap, shared with its WebSocket transport.)
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Why [`read_lines`] stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinesEnded {

@@ -204,6 +204,39 @@ impl<T> TurnRegistry<T> {
     }
 }
 
+/// What the contract's default [`send_message`](crate::Adapter::send_message),
+/// [`cancel`](crate::Adapter::cancel) and [`close`](crate::Adapter::close)
+/// do to an adapter's running turns: a [`TurnRegistry`] of any per-turn
+/// state, seen through a trait object so that the contract can name it.
+pub trait TurnControl: Send + Sync {
+    /// [`TurnRegistry::cancel`].
+    fn cancel(&self, task_id: &str);
+
+    /// [`TurnRegistry::close`].
+    fn close(&self);
+
+    /// [`TurnRegistry::refuse_steering`].
+    ///
+    /// # Errors
+    ///
+    /// Always, as [`TurnRegistry::refuse_steering`].
+    fn refuse_steering(&self, task_id: &str) -> Result<(), AgentError>;
+}
+
+impl<T: Send + Sync> TurnControl for TurnRegistry<T> {
+    fn cancel(&self, task_id: &str) {
+        TurnRegistry::cancel(self, task_id);
+    }
+
+    fn close(&self) {
+        TurnRegistry::close(self);
+    }
+
+    fn refuse_steering(&self, task_id: &str) -> Result<(), AgentError> {
+        TurnRegistry::refuse_steering(self, task_id)
+    }
+}
+
 /// A turn's entry in its [`TurnRegistry`], removed when this is dropped.
 pub struct Registration<'a, T> {
     registry: &'a TurnRegistry<T>,

@@ -24,6 +24,15 @@
 //!   each figure also reads as a ratio; plus a raw Unix-socket line echo
 //!   inside this process, the floor any socket protocol pays here.
 //!
+//! The Bridge is started here rather than with `serverfs-testkit`'s
+//! harness (`bridge::Setup`) and binary locator (`binaries`): the testkit
+//! is a dev-dependency only (with the mock model and the mock Codex App
+//! Server, the WebSocket stack among them), and this benchmark is an
+//! ordinary binary, so using it would put test fixtures into a release
+//! build. The locator would not fit either: it builds the binary in the
+//! profile of a running test (`target/<profile>/deps`), while this measures
+//! the release binary it is given.
+//!
 //! Clients and Bridge share the machine's cores, as the MCP server and the
 //! Bridge will; with 50 clients on two cores the figures are dominated by
 //! queueing, which is what they are meant to show. Every store operation

@@ -9,9 +9,48 @@
 //! A failed build fails the test, never skips it.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// Why a workspace binary could not be provided; the test fails with this
+/// text.
+#[derive(Debug, thiserror::Error)]
+enum BuildError {
+    /// The running test's own path is unknown.
+    #[error("no test executable: {0}")]
+    NoTestExecutable(#[source] std::io::Error),
+    /// The test does not run from `target/<profile>/deps`.
+    #[error("{} does not run from target/<profile>/deps", .0.display())]
+    NotInDeps(PathBuf),
+    /// `target/<profile>` has no parent (the target directory).
+    #[error("the profile directory has no parent")]
+    NoTargetDir,
+    /// `target/<profile>` has no (UTF-8) name.
+    #[error("the profile directory has no name")]
+    NoProfileName,
+    /// Cargo could not be run.
+    #[error("could not run {cargo:?} to build {bin}: {source}")]
+    CargoDidNotRun {
+        cargo: OsString,
+        bin: String,
+        source: std::io::Error,
+    },
+    /// The build failed.
+    #[error(
+        "building {bin} failed ({status}); the tests need it: run \
+         `cargo build -p {package} --bin {bin}` and look at its errors"
+    )]
+    BuildFailed {
+        package: String,
+        bin: String,
+        status: ExitStatus,
+    },
+    /// The build succeeded without the binary.
+    #[error("cargo built {bin} but {} is missing", path.display())]
+    Missing { bin: String, path: PathBuf },
+}
 
 /// `target/<profile>/<bin>` of `package`, freshly built.
 ///
@@ -21,7 +60,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 /// `target/<profile>/deps/` (that is the test failing: it cannot run the
 /// binary it tests).
 pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<String, Result<PathBuf, String>>>> = OnceLock::new();
+    static BUILT: OnceLock<Mutex<HashMap<String, Result<PathBuf, BuildError>>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
     // Held across the build: concurrent tests wait for one build rather
     // than race two cargo processes over the same artifact.
@@ -31,29 +70,27 @@ pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
         .or_insert_with(|| build(package, bin));
     match outcome {
         Ok(path) => path.clone(),
-        Err(message) => panic!("{message}"),
+        Err(error) => panic!("{error}"),
     }
 }
 
 /// The profile directory of the running test (`target/<profile>`).
-fn profile_dir() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("no test executable: {e}"))?;
+fn profile_dir() -> Result<PathBuf, BuildError> {
+    let exe = std::env::current_exe().map_err(BuildError::NoTestExecutable)?;
     exe.parent()
         .filter(|dir| dir.ends_with("deps"))
         .and_then(Path::parent)
         .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{} does not run from target/<profile>/deps", exe.display()))
+        .ok_or(BuildError::NotInDeps(exe))
 }
 
-fn build(package: &str, bin: &str) -> Result<PathBuf, String> {
+fn build(package: &str, bin: &str) -> Result<PathBuf, BuildError> {
     let profile_dir = profile_dir()?;
-    let target_dir = profile_dir
-        .parent()
-        .ok_or("the profile directory has no parent")?;
+    let target_dir = profile_dir.parent().ok_or(BuildError::NoTargetDir)?;
     let profile = profile_dir
         .file_name()
         .and_then(|name| name.to_str())
-        .ok_or("the profile directory has no name")?;
+        .ok_or(BuildError::NoProfileName)?;
     let cargo = std::env::var_os("CARGO")
         .or_else(|| option_env!("CARGO").map(Into::into))
         .unwrap_or_else(|| "cargo".into());
@@ -84,20 +121,25 @@ fn build(package: &str, bin: &str) -> Result<PathBuf, String> {
     }
     let status = command
         .status()
-        .map_err(|e| format!("could not run {cargo:?} to build {bin}: {e}"))?;
+        .map_err(|source| BuildError::CargoDidNotRun {
+            cargo: cargo.clone(),
+            bin: bin.to_owned(),
+            source,
+        })?;
     if !status.success() {
-        return Err(format!(
-            "building {bin} failed ({status}); the tests need it: run \
-             `cargo build -p {package} --bin {bin}` and look at its errors"
-        ));
+        return Err(BuildError::BuildFailed {
+            package: package.to_owned(),
+            bin: bin.to_owned(),
+            status,
+        });
     }
     let path = profile_dir.join(bin);
     if path.is_file() {
         Ok(path)
     } else {
-        Err(format!(
-            "cargo built {bin} but {} is missing",
-            path.display()
-        ))
+        Err(BuildError::Missing {
+            bin: bin.to_owned(),
+            path,
+        })
     }
 }

@@ -11,14 +11,62 @@ use rmcp::ServiceExt;
 use serverfs_config::{Config, ConfigError, ConfigSource, HttpAuth, HttpSettings, select_source};
 use serverfs_fs::Resolver;
 
+use crate::http::HttpError;
 use crate::mcp::ServerFs;
 use crate::service::{
-    AgentService, BridgeLease, FileService, NoLease, WorkdirRegistry, WriterLease,
+    AgentService, BridgeLease, FileService, NoLease, RegistryError, WorkdirRegistry, WriterLease,
 };
-use crate::tokens::TokenStore;
+use crate::tokens::{TokenError, TokenStore};
 
 /// Exit status for configuration and start-up errors.
 const EXIT_CONFIG: u8 = 2;
+
+/// Why a command cannot get the configuration it needs. Shown to the
+/// operator as one `serverfs: configuration error: …` line (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    /// The configuration's own errors (they name their key).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A workdir that validated cannot be opened.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// `SERVERFS_FS_RESOLVER` is neither `auto` nor `walk`.
+    #[error("SERVERFS_FS_RESOLVER: expected \"auto\" or \"walk\", got {0:?}")]
+    Resolver(String),
+    /// No token file is configured and there is no home to default it to.
+    #[error(
+        "no default token file (neither XDG_CONFIG_HOME nor HOME is an absolute path): \
+         pass --token-file FILE or set SERVERFS_TOKEN_FILE"
+    )]
+    NoTokenFile,
+}
+
+/// Why serving stopped with an error; logged as the `serve_failed` reason.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    /// The HTTP transport failed.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// The stdio client's MCP handshake failed. (Boxed: rmcp's error is
+    /// large, and an error path need not be fast.)
+    #[error("MCP initialization failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The stdio MCP service ended abnormally.
+    #[error("MCP service stopped: {0}")]
+    Stopped(#[source] tokio::task::JoinError),
+}
+
+/// Why a `token` command failed; shown as one `serverfs: …` line (exit 1).
+#[derive(Debug, thiserror::Error)]
+enum TokenCommandError {
+    /// The token file could not be read or written.
+    #[error(transparent)]
+    Store(#[from] TokenError),
+    /// `revoke` named no token.
+    #[error("no token named {0:?}")]
+    NoSuchToken(String),
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -133,7 +181,7 @@ pub fn run() -> ExitCode {
                 print!("{}", config.policy_report());
                 ExitCode::SUCCESS
             }
-            Err(reason) => config_error(&reason),
+            Err(reason) => config_error(&reason.to_string()),
         },
         Command::Doctor(args) => crate::doctor::run(&args, &env),
         Command::Token(args) => token(&args, &env),
@@ -149,7 +197,7 @@ fn config_error(reason: &str) -> ExitCode {
 fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     let (config, registry) = match load(&args.config, env) {
         Ok(loaded) => loaded,
-        Err(reason) => return config_error(&reason),
+        Err(reason) => return config_error(&reason.to_string()),
     };
     let http = match args.http.or(config.http.bind) {
         Some(bind) => match config.http.effective(Some(bind)) {
@@ -216,7 +264,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         match http {
             Some(http) => crate::http::serve(server, http, max_message_bytes, quick_start)
                 .await
-                .map_err(|e| e.to_string()),
+                .map_err(ServeError::from),
             None => serve_stdio(server, max_message_bytes).await,
         }
     });
@@ -232,39 +280,44 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
 fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
     let path = match token_file(args, env) {
         Ok(path) => path,
-        Err(reason) => return config_error(&reason),
+        Err(reason) => return config_error(&reason.to_string()),
     };
     let store = TokenStore::new(path);
-    let outcome = match &args.action {
-        TokenAction::Create { name } => {
-            store.create(name).map_err(|e| e.to_string()).map(|token| {
-                println!("{token}");
-                eprintln!(
-                    "serverfs: token {name:?} created in {}; it is shown only now",
-                    store.path().display()
-                );
-            })
-        }
-        TokenAction::List => store.entries().map_err(|e| e.to_string()).map(|entries| {
-            for entry in entries {
-                println!(
-                    "{}\tcreated {}",
-                    entry.name,
-                    serverfs_fs::rfc3339_seconds(
-                        i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
-                    )
-                );
-            }
-        }),
-        TokenAction::Revoke { name } => match store.revoke(name) {
-            Ok(true) => {
-                eprintln!("serverfs: token {name:?} revoked");
-                Ok(())
-            }
-            Ok(false) => Err(format!("no token named {name:?}")),
-            Err(e) => Err(e.to_string()),
-        },
-    };
+    let outcome: Result<(), TokenCommandError> =
+        match &args.action {
+            TokenAction::Create { name } => store
+                .create(name)
+                .map_err(TokenCommandError::from)
+                .map(|token| {
+                    println!("{token}");
+                    eprintln!(
+                        "serverfs: token {name:?} created in {}; it is shown only now",
+                        store.path().display()
+                    );
+                }),
+            TokenAction::List => store
+                .entries()
+                .map_err(TokenCommandError::from)
+                .map(|entries| {
+                    for entry in entries {
+                        println!(
+                            "{}\tcreated {}",
+                            entry.name,
+                            serverfs_fs::rfc3339_seconds(
+                                i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
+                            )
+                        );
+                    }
+                }),
+            TokenAction::Revoke { name } => match store.revoke(name) {
+                Ok(true) => {
+                    eprintln!("serverfs: token {name:?} revoked");
+                    Ok(())
+                }
+                Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
+                Err(e) => Err(e.into()),
+            },
+        };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
@@ -279,7 +332,7 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
 /// configuration given (`--config`, `--workdir`, `SERVERFS_CONFIG`,
 /// `WORKDIR_NN_*`), else the default every native configuration uses, so
 /// `serverfs token create NAME` works before any workdir is configured.
-fn token_file(args: &TokenArgs, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+fn token_file(args: &TokenArgs, env: &BTreeMap<String, String>) -> Result<PathBuf, LoadError> {
     if let Some(path) = &args.token_file {
         return Ok(path.clone());
     }
@@ -291,34 +344,27 @@ fn token_file(args: &TokenArgs, env: &BTreeMap<String, String>) -> Result<PathBu
         workdirs: args.workdirs.clone(),
     };
     match select_source(config.config.clone(), &config.workdirs, env) {
-        Ok(source) => load_config(&source, &config, env)
-            .map(|config| config.http.token_file)
-            .map_err(|e| e.to_string()),
+        Ok(source) => Ok(load_config(&source, &config, env)?.http.token_file),
         Err(ConfigError::NoSource) => {
             let path = HttpSettings::default_token_file(env);
             if path.is_absolute() {
                 Ok(path)
             } else {
-                Err(
-                    "no default token file (neither XDG_CONFIG_HOME nor HOME is an absolute \
-                     path): pass --token-file FILE or set SERVERFS_TOKEN_FILE"
-                        .to_owned(),
-                )
+                Err(LoadError::NoTokenFile)
             }
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
 fn load(
     args: &ConfigArgs,
     env: &BTreeMap<String, String>,
-) -> Result<(Config, WorkdirRegistry), String> {
-    let source =
-        select_source(args.config.clone(), &args.workdirs, env).map_err(|e| e.to_string())?;
-    let config = load_config(&source, args, env).map_err(|e| e.to_string())?;
+) -> Result<(Config, WorkdirRegistry), LoadError> {
+    let source = select_source(args.config.clone(), &args.workdirs, env)?;
+    let config = load_config(&source, args, env)?;
     let resolver = resolver_from_env(env)?;
-    let registry = WorkdirRegistry::open(&config, resolver).map_err(|e| e.to_string())?;
+    let registry = WorkdirRegistry::open(&config, resolver)?;
     Ok((config, registry))
 }
 
@@ -339,13 +385,11 @@ fn load_config(
 
 /// `SERVERFS_FS_RESOLVER=walk` forces the `O_NOFOLLOW` walker instead of
 /// `openat2` (a diagnostic switch; `auto` is the default).
-pub(crate) fn resolver_from_env(env: &BTreeMap<String, String>) -> Result<Resolver, String> {
+pub(crate) fn resolver_from_env(env: &BTreeMap<String, String>) -> Result<Resolver, LoadError> {
     match env.get("SERVERFS_FS_RESOLVER").map(|s| s.trim()) {
         None | Some("") | Some("auto") => Ok(Resolver::Auto),
         Some("walk") => Ok(Resolver::Walk),
-        Some(other) => Err(format!(
-            "SERVERFS_FS_RESOLVER: expected \"auto\" or \"walk\", got {other:?}"
-        )),
+        Some(other) => Err(LoadError::Resolver(other.to_owned())),
     }
 }
 
@@ -361,7 +405,7 @@ fn log_startup(config: &Config, transport: &'static str) {
     );
 }
 
-async fn serve_stdio(server: ServerFs, max_message_bytes: usize) -> Result<(), String> {
+async fn serve_stdio(server: ServerFs, max_message_bytes: usize) -> Result<(), ServeError> {
     let (input, output) = crate::stdio::streams();
     let service = server
         .serve(crate::stdio::LineTransport::new(
@@ -370,11 +414,8 @@ async fn serve_stdio(server: ServerFs, max_message_bytes: usize) -> Result<(), S
             max_message_bytes,
         ))
         .await
-        .map_err(|e| format!("MCP initialization failed: {e}"))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| format!("MCP service stopped: {e}"))?;
+        .map_err(|error| ServeError::Initialize(Box::new(error)))?;
+    service.waiting().await.map_err(ServeError::Stopped)?;
     tracing::info!(event = "shutdown", reason = "client closed the connection");
     Ok(())
 }

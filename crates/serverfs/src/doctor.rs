@@ -46,7 +46,7 @@ const EXIT_CONFIG: u8 = 2;
 pub fn run(args: &DoctorArgs, env: &BTreeMap<String, String>) -> ExitCode {
     let resolver = match crate::cli::resolver_from_env(env) {
         Ok(resolver) => resolver,
-        Err(reason) => return config_error(&reason),
+        Err(reason) => return config_error(&reason.to_string()),
     };
     let source = match select_source(args.config.config.clone(), &args.config.workdirs, env) {
         Ok(source) => source,

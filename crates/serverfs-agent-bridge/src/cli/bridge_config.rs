@@ -14,10 +14,10 @@ use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSettings};
 use serverfs_agent_runtime::fake::FakeAdapter;
 use serverfs_agent_runtime::{Adapter, Probe, ProxyPolicy};
-use serverfs_config::{AgentRuntime, CodexSettings, Config, select_source};
-use serverfs_lease::{ArtifactAccess, LeaseId};
+use serverfs_config::{AgentRuntime, CodexSettings, Config, ConfigError, select_source};
+use serverfs_lease::{ArtifactAccess, LeaseError, LeaseId};
 
-use super::proxy_env::{self, ProxyEndpoint};
+use super::proxy_env::{self, ProxyEndpoint, ProxyEnvError};
 
 /// Everything `serve` needs, validated.
 #[derive(Debug)]
@@ -42,6 +42,79 @@ enum RuntimeSetup {
     Acp(AcpConfig),
 }
 
+/// Why the configuration cannot run the Bridge. Each message names the
+/// key to fix; the command line shows it as one
+/// `serverfs-agent-bridge: configuration error: …` line (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeConfigError {
+    /// The shared configuration's own errors (they name their key).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `[agent] enabled` is off.
+    #[error(
+        "agent.enabled: the Agent Bridge is disabled; set [agent] enabled = true \
+         (or SERVERFS_AGENT_BRIDGE_ENABLED=true)"
+    )]
+    Disabled,
+    /// No absolute state directory.
+    #[error("agent.state_dir: must be absolute (no XDG_STATE_HOME or HOME to derive it from)")]
+    RelativeStateDir,
+    /// The agent proxy endpoint in the environment is unusable.
+    #[error(transparent)]
+    Proxy(#[from] ProxyEnvError),
+    /// A runtime must use the agent proxy, and none is set.
+    #[error(
+        "agent.proxy_runtimes: {0} must use the agent proxy, but \
+         SERVERFS_AGENT_PROXY_URL is not set"
+    )]
+    ProxyUnset(AgentRuntime),
+    /// A workdir allows an ACP runtime without a profile.
+    #[error("agent_runtimes: {0} is not a configured ACP profile")]
+    UnknownAcpProfile(AgentRuntime),
+    /// An ACP profile's command cannot be run.
+    #[error(
+        "agent.acp_profiles[{index}].command: {} is not an executable file; \
+         install the agent or correct the path",
+        command.display()
+    )]
+    AcpCommandNotExecutable {
+        /// The profile's position.
+        index: usize,
+        /// Its command.
+        command: PathBuf,
+    },
+    /// A `*_bin` given by name is on no `PATH` entry.
+    #[error(
+        "{key}: {bin} was not found on PATH; install {product} or set {} to its absolute path",
+        key.trim_start_matches("agent.")
+    )]
+    BinNotFound {
+        /// The setting (`agent.codex_bin`).
+        key: &'static str,
+        /// The name it gives.
+        bin: String,
+        /// What to install.
+        product: &'static str,
+    },
+    /// A `*_bin` names something that is not an executable file.
+    #[error("{key}: not an executable file")]
+    BinNotExecutable {
+        /// The setting.
+        key: &'static str,
+    },
+    /// Codex's home cannot be found.
+    #[error("agent.codex_home: not set, and neither CODEX_HOME nor HOME is an absolute path")]
+    NoCodexHome,
+    /// A writable workdir has no lease identity.
+    #[error("workdir {alias}: {source}")]
+    Lease {
+        /// The workdir.
+        alias: String,
+        /// Why.
+        source: LeaseError,
+    },
+}
+
 /// Where the capability snapshots of ACP profiles live: a private
 /// directory of the Bridge's state (created 0700 beside the database).
 const ACP_SNAPSHOT_DIR: &str = "acp-capabilities";
@@ -50,28 +123,21 @@ const ACP_SNAPSHOT_DIR: &str = "acp-capabilities";
 ///
 /// # Errors
 ///
-/// A one-line reason: the configuration's own errors, the Bridge disabled,
-/// a relative state directory, a runtime this build cannot run, or a
-/// proxied runtime without an endpoint.
+/// [`BridgeConfigError`]: the configuration's own errors, the Bridge
+/// disabled, a relative state directory, a runtime this build cannot run,
+/// or a proxied runtime without an endpoint.
 pub fn load(
     config_flag: Option<PathBuf>,
     env: &BTreeMap<String, String>,
-) -> Result<BridgeConfig, String> {
-    let source = select_source(config_flag, &[], env).map_err(|e| e.to_string())?;
-    let config = Config::load(&source, &[], env).map_err(|e| e.to_string())?;
+) -> Result<BridgeConfig, BridgeConfigError> {
+    let source = select_source(config_flag, &[], env)?;
+    let config = Config::load(&source, &[], env)?;
     let agent = &config.agent;
     if !agent.bridge_enabled {
-        return Err(
-            "agent.enabled: the Agent Bridge is disabled; set [agent] enabled = true \
-             (or SERVERFS_AGENT_BRIDGE_ENABLED=true)"
-                .to_owned(),
-        );
+        return Err(BridgeConfigError::Disabled);
     }
     if !agent.state_dir.is_absolute() {
-        return Err(
-            "agent.state_dir: must be absolute (no XDG_STATE_HOME or HOME to derive it from)"
-                .to_owned(),
-        );
+        return Err(BridgeConfigError::RelativeStateDir);
     }
     let mut enabled: Vec<&AgentRuntime> = config
         .workdirs
@@ -85,10 +151,7 @@ pub fn load(
     if proxy.url.is_none()
         && let Some(runtime) = agent.proxy_runtimes.first()
     {
-        return Err(format!(
-            "agent.proxy_runtimes: {runtime} must use the agent proxy, but \
-             SERVERFS_AGENT_PROXY_URL is not set"
-        ));
+        return Err(BridgeConfigError::ProxyUnset(runtime.clone()));
     }
     let setups = enabled
         .iter()
@@ -110,7 +173,7 @@ fn setup(
     config: &Config,
     proxy: &ProxyEndpoint,
     env: &BTreeMap<String, String>,
-) -> Result<RuntimeSetup, String> {
+) -> Result<RuntimeSetup, BridgeConfigError> {
     let policy = proxy_policy(config, proxy, runtime);
     match runtime {
         AgentRuntime::Fake => Ok(RuntimeSetup::Fake(policy)),
@@ -159,18 +222,12 @@ fn setup(
                 .iter()
                 .enumerate()
                 .find(|(_, profile)| &profile.runtime == name)
-                .ok_or_else(|| {
-                    format!(
-                        "agent_runtimes: {} is not a configured ACP profile",
-                        name.as_str()
-                    )
-                })?;
+                .ok_or_else(|| BridgeConfigError::UnknownAcpProfile(runtime.clone()))?;
             if !is_executable(&profile.command) {
-                return Err(format!(
-                    "agent.acp_profiles[{index}].command: {} is not an executable file; \
-                     install the agent or correct the path",
-                    profile.command.display()
-                ));
+                return Err(BridgeConfigError::AcpCommandNotExecutable {
+                    index,
+                    command: profile.command.clone(),
+                });
             }
             Ok(RuntimeSetup::Acp(AcpConfig {
                 runtime: name.as_str().to_owned(),
@@ -207,11 +264,11 @@ fn proxy_policy(config: &Config, proxy: &ProxyEndpoint, runtime: &AgentRuntime) 
 /// configured absolute path, or the first executable match of a bare name
 /// on `PATH`. `key` and `product` name it in the error.
 fn resolve_bin(
-    key: &str,
+    key: &'static str,
     bin: &str,
-    product: &str,
+    product: &'static str,
     env: &BTreeMap<String, String>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, BridgeConfigError> {
     let resolved = if Path::new(bin).is_absolute() {
         PathBuf::from(bin)
     } else {
@@ -221,23 +278,24 @@ fn resolve_bin(
             .filter(|dir| Path::new(dir).is_absolute())
             .map(|dir| Path::new(dir).join(bin))
             .find(|candidate| is_executable(candidate))
-            .ok_or_else(|| {
-                let setting = key.trim_start_matches("agent.");
-                format!(
-                    "{key}: {bin} was not found on PATH; install {product} or set {setting} \
-                     to its absolute path"
-                )
+            .ok_or_else(|| BridgeConfigError::BinNotFound {
+                key,
+                bin: bin.to_owned(),
+                product,
             })?
     };
     if !is_executable(&resolved) {
-        return Err(format!("{key}: not an executable file"));
+        return Err(BridgeConfigError::BinNotExecutable { key });
     }
     Ok(resolved)
 }
 
 /// Codex's home: the configured one, else `$CODEX_HOME`, else `~/.codex`
 /// (Codex's own default).
-fn codex_home(codex: &CodexSettings, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+fn codex_home(
+    codex: &CodexSettings,
+    env: &BTreeMap<String, String>,
+) -> Result<PathBuf, BridgeConfigError> {
     codex
         .home
         .clone()
@@ -252,10 +310,7 @@ fn codex_home(codex: &CodexSettings, env: &BTreeMap<String, String>) -> Result<P
                 .filter(|p| p.is_absolute())
                 .map(|home| home.join(".codex"))
         })
-        .ok_or_else(|| {
-            "agent.codex_home: not set, and neither CODEX_HOME nor HOME is an absolute path"
-                .to_owned()
-        })
+        .ok_or(BridgeConfigError::NoCodexHome)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -293,11 +348,15 @@ impl BridgeConfig {
     /// The leases whose artifacts must exist before serving: every writable
     /// workdir's (the MCP server takes them for its mutations), plus the
     /// sixteen legacy slot leases when any workdir came from a slot.
-    pub fn lease_ids(&self) -> Result<Vec<LeaseId>, String> {
+    pub fn lease_ids(&self) -> Result<Vec<LeaseId>, BridgeConfigError> {
         let mut ids = Vec::new();
         for workdir in self.config.workdirs.iter().filter(|w| !w.read_only) {
-            let id = LeaseId::of_workdir(workdir.alias.as_str(), workdir.legacy_slot)
-                .map_err(|error| format!("workdir {}: {error}", workdir.alias.as_str()))?;
+            let id = LeaseId::of_workdir(workdir.alias.as_str(), workdir.legacy_slot).map_err(
+                |source| BridgeConfigError::Lease {
+                    alias: workdir.alias.as_str().to_owned(),
+                    source,
+                },
+            )?;
             ids.push(id);
         }
         if self.config.workdirs.iter().any(|w| w.legacy_slot.is_some()) {

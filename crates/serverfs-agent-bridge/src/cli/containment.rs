@@ -3,20 +3,26 @@
 //! task and provider where it was delegated a cgroup subtree.
 
 use serverfs_agent_runtime::{
-    adopt_orphans, delegated_cgroup, remove_stale_task_cgroups, use_task_cgroups,
+    CgroupSetupError, adopt_orphans, delegated_cgroup, remove_stale_task_cgroups, use_task_cgroups,
     watch_task_cgroups,
 };
 use serverfs_config::ProviderCgroup;
+
+/// An explicitly configured cgroup directory that cannot be used; the
+/// Bridge then does not start (`serverfs-agent-bridge: cannot start: …`).
+#[derive(Debug, thiserror::Error)]
+#[error("agent.provider_cgroup: {0}")]
+pub(super) struct ContainmentError(#[source] CgroupSetupError);
 
 /// Sets up containment as `agent.provider_cgroup` says.
 ///
 /// # Errors
 ///
-/// A message for the operator when an explicitly configured cgroup
-/// directory cannot be used: the Bridge must not run providers with less
+/// [`ContainmentError`] when an explicitly configured cgroup directory
+/// cannot be used: the Bridge must not run providers with less
 /// containment than asked for. `auto` never fails; it falls back to no
 /// cgroups with a warning.
-pub(super) fn set_up(setting: &ProviderCgroup) -> Result<(), String> {
+pub(super) fn set_up(setting: &ProviderCgroup) -> Result<(), ContainmentError> {
     // What a provider's process leaves behind when its parent exits comes
     // back to the Bridge, to be found, stopped with its task and reaped.
     if let Err(error) = adopt_orphans() {
@@ -47,7 +53,7 @@ pub(super) fn set_up(setting: &ProviderCgroup) -> Result<(), String> {
             tracing::warn!(error = %error, "the delegated cgroup takes no task cgroups; providers are contained without cgroups");
             Ok(())
         }
-        Err(error) => Err(format!("agent.provider_cgroup: {error}")),
+        Err(error) => Err(ContainmentError(error)),
     }
 }
 

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, TaskRecord};
+use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, StoreError, TaskRecord};
 use serverfs_agent_runtime::{ProcessGroupId, is_group_alive, is_task_alive};
 
 use super::{bridge_config, config_error, containment};
@@ -23,7 +23,7 @@ use super::{bridge_config, config_error, containment};
 pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: u32) -> ExitCode {
     let config = match bridge_config::load(config_flag, env) {
         Ok(config) => config,
-        Err(message) => return config_error(&message),
+        Err(error) => return config_error(&error),
     };
     containment::observe(&config.config.agent.provider_cgroup);
     let mut out = String::new();
@@ -43,16 +43,24 @@ pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: 
     ExitCode::SUCCESS
 }
 
-fn read_tasks(config: &bridge_config::BridgeConfig, limit: u32) -> Result<Vec<TaskRecord>, String> {
-    let state =
-        StateDir::open(&config.state_dir).map_err(|e| format!("{}: {e}", e.code().as_str()))?;
-    let store = Store::open_read_only(state, config.settings.limits.clone())
-        .map_err(|e| format!("{}: {e}", e.code().as_str()))?;
-    let tasks = store
-        .call_blocking(move |db| db.list_recent_tasks(limit))
-        .map_err(|e| format!("{}: {e}", e.code().as_str()));
+/// The state could not be read: shown with the store's code,
+/// `serverfs-agent-bridge: cannot read the state: CODE: message`.
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {store}", code = .store.code().as_str())]
+struct StateUnreadable {
+    #[from]
+    store: StoreError,
+}
+
+fn read_tasks(
+    config: &bridge_config::BridgeConfig,
+    limit: u32,
+) -> Result<Vec<TaskRecord>, StateUnreadable> {
+    let state = StateDir::open(&config.state_dir)?;
+    let store = Store::open_read_only(state, config.settings.limits.clone())?;
+    let tasks = store.call_blocking(move |db| db.list_recent_tasks(limit));
     let _ = store.close();
-    tasks
+    Ok(tasks?)
 }
 
 fn write_tasks(out: &mut String, tasks: &[TaskRecord]) {

@@ -78,12 +78,12 @@ pub fn run() -> ExitCode {
                 print!("{}", config.report());
                 ExitCode::SUCCESS
             }
-            Err(message) => config_error(&message),
+            Err(error) => config_error(&error),
         },
         Command::Inspect(args) => inspect::run(args.config.config, &env, args.limit),
         Command::Probe(args) => match bridge_config::load(args.config, &env) {
             Ok(config) => probe(&config),
-            Err(message) => config_error(&message),
+            Err(error) => config_error(&error),
         },
     }
 }
@@ -108,8 +108,9 @@ fn probe(config: &bridge_config::BridgeConfig) -> ExitCode {
     }
 }
 
-/// Prints a configuration error in the one-line form and returns exit 2.
-fn config_error(message: &str) -> ExitCode {
-    eprintln!("serverfs-agent-bridge: configuration error: {message}");
+/// Prints a configuration error in the one-line form and returns exit 2:
+/// the one place the command line's typed errors become text.
+fn config_error(error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("serverfs-agent-bridge: configuration error: {error}");
     ExitCode::from(EXIT_CONFIG)
 }

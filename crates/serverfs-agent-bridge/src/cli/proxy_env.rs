@@ -26,14 +26,26 @@ impl std::fmt::Debug for ProxyEndpoint {
     }
 }
 
+/// Why the endpoint in the environment is refused: a one-line reason that
+/// names the variable and never echoes its value, which may be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProxyEnvError {
+    /// `SERVERFS_AGENT_PROXY_URL` is not a plain endpoint.
+    #[error("SERVERFS_AGENT_PROXY_URL: {0}")]
+    Url(&'static str),
+    /// `SERVERFS_AGENT_NO_PROXY` would break the variable it becomes.
+    #[error("SERVERFS_AGENT_NO_PROXY: must not contain NUL or newlines")]
+    NoProxyLineBreak,
+}
+
 /// Reads and checks the endpoint. Empty means unset.
 ///
 /// # Errors
 ///
-/// A one-line reason (never echoing the value, which may be a secret) when
-/// the URL is not `http(s)://host:port[/]` without user information,
-/// query, fragment, whitespace or NUL.
-pub fn read(env: &BTreeMap<String, String>) -> Result<ProxyEndpoint, String> {
+/// [`ProxyEnvError`] when the URL is not `http(s)://host:port[/]` without
+/// user information, query, fragment, whitespace or NUL, or the
+/// `NO_PROXY` entries hold a NUL or a line break.
+pub fn read(env: &BTreeMap<String, String>) -> Result<ProxyEndpoint, ProxyEnvError> {
     let value = |name: &str| {
         env.get(name)
             .map(|v| v.trim().to_owned())
@@ -41,14 +53,14 @@ pub fn read(env: &BTreeMap<String, String>) -> Result<ProxyEndpoint, String> {
     };
     let url = value("SERVERFS_AGENT_PROXY_URL");
     if let Some(url) = &url {
-        check_url(url).map_err(|why| format!("SERVERFS_AGENT_PROXY_URL: {why}"))?;
+        check_url(url).map_err(ProxyEnvError::Url)?;
     }
     let no_proxy = value("SERVERFS_AGENT_NO_PROXY");
     if no_proxy
         .as_deref()
         .is_some_and(|v| v.contains(['\0', '\n']))
     {
-        return Err("SERVERFS_AGENT_NO_PROXY: must not contain NUL or newlines".to_owned());
+        return Err(ProxyEnvError::NoProxyLineBreak);
     }
     Ok(ProxyEndpoint { url, no_proxy })
 }
@@ -115,7 +127,7 @@ mod tests {
             "http://:3128",
             "http://pro xy:3128",
         ] {
-            let error = read(&env(url)).unwrap_err();
+            let error = read(&env(url)).unwrap_err().to_string();
             assert!(
                 error.starts_with("SERVERFS_AGENT_PROXY_URL: "),
                 "{url}: {error}"
@@ -140,7 +152,7 @@ mod tests {
         );
         vars.insert("SERVERFS_AGENT_NO_PROXY".to_owned(), "a\nb".to_owned());
         assert_eq!(
-            read(&vars).unwrap_err(),
+            read(&vars).unwrap_err().to_string(),
             "SERVERFS_AGENT_NO_PROXY: must not contain NUL or newlines"
         );
     }

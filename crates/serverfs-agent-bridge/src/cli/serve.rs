@@ -24,7 +24,7 @@ use super::{EXIT_CONFIG, bridge_config, config_error, containment};
 pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>) -> ExitCode {
     let config = match bridge_config::load(config_flag, env) {
         Ok(config) => config,
-        Err(message) => return config_error(&message),
+        Err(error) => return config_error(&error),
     };
     init_logging(config.config.server.log_level.as_str());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -32,7 +32,7 @@ pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>) -> Exit
         .build()
     {
         Ok(runtime) => runtime,
-        Err(_) => return start_error("the async runtime could not be started"),
+        Err(_) => return start_error(&"the async runtime could not be started"),
     };
     runtime.block_on(serve(config))
 }
@@ -43,13 +43,13 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
         Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
     };
     // Before any provider starts.
-    if let Err(message) = containment::set_up(&config.config.agent.provider_cgroup) {
-        return start_error(&message);
+    if let Err(error) = containment::set_up(&config.config.agent.provider_cgroup) {
+        return start_error(&error);
     }
     let reaper = tokio::spawn(serverfs_agent_runtime::reap_adopted_forever());
     let lease_ids = match config.lease_ids() {
         Ok(ids) => ids,
-        Err(message) => return config_error(&message),
+        Err(error) => return config_error(&error),
     };
     if let Err(error) = serverfs_lease::prepare_artifacts(
         &config.config.agent.lock_dir,
@@ -60,7 +60,7 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
     }
     let policies = match config.policies() {
         Ok(policies) => policies,
-        Err(error) => return config_error(&error.to_string()),
+        Err(error) => return config_error(&error),
     };
     let store = match StateDir::open(&config.state_dir)
         .and_then(|state| Store::open(state, config.settings.limits.clone()))
@@ -77,7 +77,7 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
     .await
     {
         Ok(service) => Arc::new(service),
-        Err(error) => return start_error(&error.to_string()),
+        Err(error) => return start_error(&error),
     };
     let (stop, signal_stop) = shutdown_channel();
     let server = tokio::spawn(listener.serve(Arc::clone(&service) as _, signal_stop));
@@ -135,8 +135,8 @@ async fn wait_for_signal() {
     }
 }
 
-fn start_error(message: &str) -> ExitCode {
-    eprintln!("serverfs-agent-bridge: cannot start: {message}");
+fn start_error(error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("serverfs-agent-bridge: cannot start: {error}");
     ExitCode::from(EXIT_CONFIG)
 }
 

@@ -17,6 +17,15 @@
 //! runtime is one rig and one line in [`runtime_test!`]; a case a runtime
 //! cannot express (no live steering, no questions: both absent from ACP
 //! v1) skips with a printed reason, decided by what `runtime.list` says.
+//!
+//! A cancel before the start is forced, not raced: each rig holds a turn
+//! before it starts ([`RuntimeRig::hold`]). Where the hold comes before any
+//! provider process (the fake; Codex on the managed daemon, which the
+//! Bridge never starts for a task), [`cancel_before_start`] also checks
+//! that none was started; a runtime that reaches its provider through the
+//! stdio of a process it starts first (Codex over stdio, Claude Code,
+//! Qoder, ACP) can be held only once that process runs, and runs the
+//! weaker [`cancel_before_turn_start`] instead.
 
 use serde_json::{Value, json};
 use serverfs_agent_bridge::store::{StateDir, Store, StoreLimits};
@@ -25,8 +34,11 @@ use serverfs_testkit::bridge::{
     Daemon, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
 };
 use serverfs_testkit::mock_acp::{self, Profile};
-use serverfs_testkit::mock_codex::rig::{Transport, codex_setup, start_mock_daemon};
-use serverfs_testkit::mock_stream_json::{self, Cli};
+use serverfs_testkit::mock_codex::SLOW_THREAD_MODEL;
+use serverfs_testkit::mock_codex::rig::{
+    Transport, codex_home, codex_setup, message_log, start_mock_daemon,
+};
+use serverfs_testkit::mock_stream_json::{self, Cli, SLOW_INIT_VARIABLE};
 
 /// Runs each named case once per rig: the module of the same name holds
 /// one test per rig.
@@ -76,6 +88,8 @@ runtime_test!(
     question,
     steer,
     cancel_before_start,
+    cancel_before_turn_start,
+    cancel_right_after_submit,
     cancel_after_start,
     withdrawn_request,
     provider_error,
@@ -114,6 +128,21 @@ struct Running {
     setup: Setup,
 }
 
+/// A rig's way of holding a turn before it starts ([`RuntimeRig::hold`]):
+/// a Bridge whose provider (or test double) holds every turn long enough
+/// for a test to cancel it, and the task to submit.
+struct Hold {
+    /// The Bridge.
+    running: Running,
+    /// The prompt of a held task.
+    prompt: &'static str,
+    /// Submit params beside the prompt (a model the double is slow for).
+    extra: Value,
+    /// Whether the turn is held before any provider process starts;
+    /// otherwise in a provider process the runtime had to start first.
+    before_process: bool,
+}
+
 /// One runtime the matrix runs against.
 trait RuntimeRig {
     /// The runtime name tasks are submitted with.
@@ -143,6 +172,16 @@ trait RuntimeRig {
     /// Lets a provider that outlives a lost connection (a managed daemon)
     /// finish the turns it still runs, as it would by itself in time.
     fn end_lost_turns(&self, _running: &Running) {}
+
+    /// A Bridge whose runtime holds each turn before it starts, until the
+    /// test cancels it (or, for a double that is only slow, seconds
+    /// longer than a cancel takes).
+    fn hold(&self) -> Hold;
+
+    /// Whether the provider (or its double) was ever handed a turn, as it
+    /// recorded itself: the prompt on its wire, or (the fake, which has no
+    /// wire) the first act of its held turn.
+    fn turn_reached_provider(&self, running: &Running) -> bool;
 }
 
 /// The deterministic fake runtime.
@@ -179,6 +218,21 @@ impl RuntimeRig for Fake {
             "deny" => "denied: echo test".to_owned(),
             _ => "approved: echo test".to_owned(),
         }
+    }
+
+    fn hold(&self) -> Hold {
+        // The fake holds before anything; the turn's first act after the
+        // hold would be a provider process writing the marker.
+        Hold {
+            running: self.start(),
+            prompt: "fake: start-after 600000\nfake: shell-write started.txt held",
+            extra: json!({}),
+            before_process: true,
+        }
+    }
+
+    fn turn_reached_provider(&self, running: &Running) -> bool {
+        running.setup.work_dir().join("started.txt").exists()
     }
 }
 
@@ -232,6 +286,25 @@ impl RuntimeRig for Codex {
         };
         format!("approval:{native}")
     }
+
+    fn hold(&self) -> Hold {
+        // The mock answers `thread/start` seconds late for this model, and
+        // the turn is started only after it. On the daemon transport the
+        // Bridge starts no process for a task (the daemon runs beside it);
+        // over stdio the `mock-codex` child is started first.
+        Hold {
+            running: self.start(),
+            prompt: self.prompt(Script::Wait),
+            extra: json!({ "model": SLOW_THREAD_MODEL }),
+            before_process: self.0 == Transport::Daemon,
+        }
+    }
+
+    fn turn_reached_provider(&self, running: &Running) -> bool {
+        message_log(&codex_home(&running.setup))
+            .iter()
+            .any(|message| message["method"] == "turn/start")
+    }
 }
 
 /// The prompt of the scripted fake CLIs and the fake ACP agent, which pick
@@ -281,6 +354,27 @@ impl RuntimeRig for StreamJson {
     fn drop_code(&self) -> &'static str {
         "AGENT_PROVIDER_ERROR"
     }
+
+    fn hold(&self) -> Hold {
+        // The fake CLI answers `initialize` 3 s late when the operator
+        // passes the knob through; the prompt follows the answer.
+        let passthrough = format!("{}_env_passthrough", self.0.name());
+        let setup = mock_stream_json::bridge_setup(self.0)
+            .agent(&passthrough, &format!("[{SLOW_INIT_VARIABLE:?}]"))
+            .env(SLOW_INIT_VARIABLE, "3000");
+        Hold {
+            running: Running::serving(setup),
+            prompt: keyword(Script::Wait),
+            extra: json!({}),
+            before_process: false,
+        }
+    }
+
+    fn turn_reached_provider(&self, running: &Running) -> bool {
+        mock_stream_json::read_log(running.setup.root(), self.0)
+            .iter()
+            .any(|entry| entry["received"]["type"] == "user")
+    }
 }
 
 /// An ACP profile on the scripted ACP agent, its "allow always" marked
@@ -312,6 +406,24 @@ impl RuntimeRig for Acp {
             _ => "approval:once",
         }
         .to_owned()
+    }
+
+    fn hold(&self) -> Hold {
+        // The fake agent answers `initialize` 2 s late; the session and
+        // the prompt follow the answer.
+        let profile = Profile::new().env("FAKE_ACP_INIT", "slow");
+        Hold {
+            running: Running::serving(mock_acp::bridge_setup(&[profile])),
+            prompt: keyword(Script::Wait),
+            extra: json!({}),
+            before_process: false,
+        }
+    }
+
+    fn turn_reached_provider(&self, running: &Running) -> bool {
+        mock_acp::runs(running.setup.root())
+            .iter()
+            .any(|run| run.methods().contains(&"session/prompt"))
     }
 }
 
@@ -375,6 +487,16 @@ impl Running {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    /// The provider process group the task's recovery guard records:
+    /// `None` while it has no guard, `Some(None)` while no provider process
+    /// was started.
+    fn provider_group(&self, task: &str) -> Option<Option<i32>> {
+        guards(&self.setup)
+            .into_iter()
+            .find(|(id, _)| id == task)
+            .map(|(_, group)| group)
     }
 
     /// Polls until the task's turn has started.
@@ -556,7 +678,77 @@ fn steer(rig: &dyn RuntimeRig) {
     );
 }
 
+/// A cancel while the turn is held before it starts, before any provider
+/// process: the task ends `cancelled`, no turn started, the provider never
+/// got it, and no provider process was ever started.
 fn cancel_before_start(rig: &dyn RuntimeRig) {
+    let hold = rig.hold();
+    if !hold.before_process {
+        // The runtime's connection is the stdio of the provider process it
+        // starts first: no turn can be held before that process.
+        eprintln!(
+            "{}: the provider process starts before a turn can be held; \
+             cancel_before_turn_start checks the rest",
+            rig.runtime()
+        );
+        return;
+    }
+    let running = &hold.running;
+    let task = running.submit(rig, hold.prompt, hold.extra.clone());
+    // The runner marks the task running before it starts the turn, which
+    // the rig holds from then on.
+    running.bridge.wait_status(&task, "running");
+    assert_eq!(
+        running.provider_group(&task),
+        Some(None),
+        "a provider process was started for the held turn"
+    );
+    cancel_held(rig, running, &task);
+}
+
+/// The weaker check of a runtime that must start its provider's process
+/// before anything else: a cancel while that process runs and the turn is
+/// held before it starts ends the task `cancelled` with no turn started,
+/// the provider never handed the turn, and the process stopped.
+fn cancel_before_turn_start(rig: &dyn RuntimeRig) {
+    let hold = rig.hold();
+    if hold.before_process {
+        eprintln!(
+            "{}: held before any provider process; cancel_before_start checks it",
+            rig.runtime()
+        );
+        return;
+    }
+    let running = &hold.running;
+    let task = running.submit(rig, hold.prompt, hold.extra.clone());
+    poll(WAIT, "the provider process to start", || {
+        running.provider_group(&task).flatten()
+    });
+    cancel_held(rig, running, &task);
+}
+
+/// Cancels the held `task` and checks that it ended before its turn began.
+fn cancel_held(rig: &dyn RuntimeRig, running: &Running, task: &str) {
+    let cancelled = running.bridge.ok("task.cancel", json!({ "task_id": task }));
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    running.wait_workdir_free("a cancel before the turn started");
+    let view = running.bridge.task(task);
+    assert_eq!(view["status"], "cancelled", "{view}");
+    let types = running.bridge.event_types(task);
+    assert_eq!(count(&types, "turn.started"), 0, "{types:?}");
+    assert_eq!(count(&types, "task.cancelled"), 1, "{types:?}");
+    assert_eq!(count(&types, "task.completed"), 0, "{types:?}");
+    assert!(
+        !rig.turn_reached_provider(running),
+        "the provider was handed the cancelled turn"
+    );
+}
+
+/// A cancel racing the start (sent right after submit, the turn not held):
+/// it may land before or after the turn started, so only what holds either
+/// way is checked. The forced cases are [`cancel_before_start`] and
+/// [`cancel_before_turn_start`].
+fn cancel_right_after_submit(rig: &dyn RuntimeRig) {
     let running = rig.start();
     let task = running.submit(rig, rig.prompt(Script::Wait), json!({}));
     let cancelled = running.bridge.ok("task.cancel", json!({ "task_id": task }));

@@ -1,4 +1,9 @@
-//! One module per concern; `daemon` holds the Bridge harness.
+//! One module per concern: `store` (and its `store_*` parts), `rpc` and
+//! `service` test the library; the `daemon_*` modules the real binary; the
+//! runtime modules (`codex`, `stream_json`, `acp`) what each adapter puts
+//! on its own wire; `conformance` every lifecycle case against every
+//! runtime. The Bridge harness, the doubles and the binary locator they
+//! share live in `serverfs_testkit` (`bridge`, `mock_*`, `binaries`).
 
 mod acp;
 mod codex;

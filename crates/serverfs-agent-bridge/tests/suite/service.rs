@@ -14,9 +14,10 @@ use serverfs_agent_bridge::store::{StateDir, Store};
 use serverfs_agent_runtime::fake::{FAKE_CAPABILITIES, FakeAdapter};
 use serverfs_agent_runtime::payload::{approval, catalog_unsupported};
 use serverfs_agent_runtime::spawn::spawn_provider;
+use serverfs_agent_runtime::turns::{TurnControl, TurnRegistry};
 use serverfs_agent_runtime::{
-    Adapter, AgentError, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand,
-    ProviderState, TaskContext, TurnOutcome,
+    Adapter, BoxFuture, Capabilities, Host, NativeIds, Probe, ProviderCommand, ProviderState,
+    TaskContext, TurnOutcome,
 };
 use serverfs_config::{Config, select_source};
 use serverfs_protocol::bridge::{
@@ -195,9 +196,20 @@ async fn service_keeps_finished_tasks_within_retention() {
 
 /// A test adapter serving the `fake` runtime name whose turn is `run`;
 /// everything else answers as a runtime that is always there and never
-/// active.
+/// active (its turn registry stays empty: the contract's default
+/// steering, cancel and close find nothing).
 struct TestAdapter {
     run: fn(TaskContext, Arc<dyn Host>) -> BoxFuture<'static, TurnOutcome>,
+    turns: TurnRegistry<()>,
+}
+
+impl TestAdapter {
+    fn new(run: fn(TaskContext, Arc<dyn Host>) -> BoxFuture<'static, TurnOutcome>) -> Self {
+        TestAdapter {
+            run,
+            turns: TurnRegistry::new("fake"),
+        }
+    }
 }
 
 impl Adapter for TestAdapter {
@@ -207,6 +219,10 @@ impl Adapter for TestAdapter {
 
     fn capabilities(&self) -> Capabilities {
         FAKE_CAPABILITIES
+    }
+
+    fn turns(&self) -> &dyn TurnControl {
+        &self.turns
     }
 
     fn probe(&self) -> BoxFuture<'_, Probe> {
@@ -226,18 +242,6 @@ impl Adapter for TestAdapter {
         (self.run)(ctx, host)
     }
 
-    fn send_message<'a>(
-        &'a self,
-        _task_id: &'a str,
-        _text: String,
-    ) -> BoxFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn cancel<'a>(&'a self, _task_id: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
-    }
-
     fn reconcile<'a>(
         &'a self,
         _task_id: &'a str,
@@ -249,10 +253,6 @@ impl Adapter for TestAdapter {
                 provider_active: Some(false),
             }
         })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
     }
 }
 
@@ -314,9 +314,7 @@ async fn service_a_turn_completing_while_asking_still_succeeds() {
     let (service, _store) = start_with(
         &setup,
         Duration::from_secs(3600),
-        Arc::new(TestAdapter {
-            run: completes_while_asking,
-        }),
+        Arc::new(TestAdapter::new(completes_while_asking)),
     )
     .await;
     let task = submit(&service, review("anything", None)).await;
@@ -376,9 +374,7 @@ async fn service_a_dropped_provider_does_not_keep_the_workdir_blocked() {
     let (service, _store) = start_with(
         &setup,
         Duration::from_secs(3600),
-        Arc::new(TestAdapter {
-            run: drops_its_provider,
-        }),
+        Arc::new(TestAdapter::new(drops_its_provider)),
     )
     .await;
     let mut params = review("anything", None);

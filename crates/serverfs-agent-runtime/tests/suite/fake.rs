@@ -453,6 +453,62 @@ async fn cancel_interrupts_a_wait_promptly() {
     within("cancel again", adapter.cancel("w")).await;
 }
 
+/// Under the `Stop` rule the first reason wins: a user's cancel that a
+/// shutdown follows before the turn has ended ends it `Cancelled`, not
+/// `Interrupted`. (The test runtime has one thread, so the turn cannot run
+/// between the two calls: both reasons arrive before it looks.)
+#[tokio::test]
+async fn a_cancel_followed_by_a_shutdown_ends_the_turn_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = Arc::new(FakeAdapter::new());
+    let ctx = context(
+        "cs",
+        dir.path(),
+        AgentProfile::WorkspaceWrite,
+        "fake: wait 60000",
+    );
+    let handle = start(&adapter, ctx, Arc::new(scripted())).await;
+    within("cancel", adapter.cancel("cs")).await;
+    within("close", adapter.close()).await;
+    let outcome = within("stopped turn", handle).await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert_eq!(outcome.final_text, "the turn was cancelled");
+}
+
+#[tokio::test]
+async fn start_after_holds_the_turn_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = Arc::new(FakeAdapter::new());
+    let host = Arc::new(scripted());
+    // The shell would write `started.txt` as the held turn's first act.
+    let ctx = context(
+        "held",
+        dir.path(),
+        AgentProfile::WorkspaceWrite,
+        "fake: shell-write started.txt yes\nfake: start-after 60000",
+    );
+    let handle = start(&adapter, ctx, Arc::clone(&host)).await;
+    within("cancel", adapter.cancel("held")).await;
+    let outcome = within("held turn", handle).await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert_eq!(host.event_types(), Vec::<&str>::new());
+    assert_eq!(host.native_ids(), Vec::<NativeIds>::new());
+    assert_eq!(host.process_groups().len(), 0);
+    assert!(!dir.path().join("started.txt").exists());
+
+    // A hold that passes starts the turn as usual, then runs the rest.
+    let host = Arc::new(scripted());
+    let ctx = context(
+        "short",
+        dir.path(),
+        AgentProfile::WorkspaceWrite,
+        "fake: complete done\nfake: start-after 20",
+    );
+    let outcome = within("short hold", adapter.run(ctx, Arc::clone(&host) as _)).await;
+    assert_eq!(outcome.final_text, "done");
+    assert_eq!(host.event_types(), ["turn.started", "agent.message"]);
+}
+
 #[tokio::test]
 async fn a_passed_deadline_fails_the_turn() {
     let dir = tempfile::tempdir().unwrap();
@@ -555,7 +611,7 @@ async fn probe_models_capabilities_and_reconcile() {
 fn the_directive_grammar() {
     let script = parse_script(
         "Please do things.\n  fake: complete  two words \nfake: approval\nfake: options\nfake: two-approvals\n\
-         fake: question\nfake: wait 25\nfake: steer\nfake: fail AGENT_TASK_TIMED_OUT\n\
+         fake: question\nfake: start-after 5\nfake: wait 25\nfake: steer\nfake: fail AGENT_TASK_TIMED_OUT\n\
          fake: write a.txt x y\nfake: write empty\nfake: shell-write b.txt z\nfake: child-tree\nfake: env",
     )
     .unwrap();
@@ -567,6 +623,7 @@ fn the_directive_grammar() {
             Directive::Options,
             Directive::TwoApprovals,
             Directive::Question("Pick one".to_owned()),
+            Directive::StartAfter(Duration::from_millis(5)),
             Directive::Wait(Duration::from_millis(25)),
             Directive::Steer,
             Directive::Fail(BridgeErrorCode::AgentTaskTimedOut),
@@ -594,6 +651,7 @@ fn the_directive_grammar() {
         vec![Directive::Complete("hello".to_owned())]
     );
     assert!(parse_script("fake: write").is_err());
+    assert!(parse_script("fake: start-after soon").is_err());
     assert!(parse_script("fake: shell-write").is_err());
     assert!(parse_script("fake: options allow").is_err());
 }

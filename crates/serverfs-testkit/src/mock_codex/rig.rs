@@ -34,7 +34,7 @@ pub fn codex_setup(transport: Transport) -> (Setup, PathBuf) {
         path: "work".to_owned(),
         ..Workdir::new("demo", "workspace-write", &["codex"])
     });
-    let home = setup.root().join("ch");
+    let home = codex_home(&setup);
     std::fs::create_dir(&home).unwrap_or_else(|e| panic!("creating the codex home: {e}"));
     setup = setup
         .agent("codex_bin", &toml_path(&super::binary()))
@@ -49,6 +49,11 @@ pub fn codex_setup(transport: Transport) -> (Setup, PathBuf) {
         socket.display()
     );
     (setup, home)
+}
+
+/// The Codex home of a [`codex_setup`]: `<root>/ch`.
+pub fn codex_home(setup: &Setup) -> PathBuf {
+    setup.root().join("ch")
 }
 
 /// Where the managed daemon listens (spec-adapters §2.1 A).

@@ -14,4 +14,4 @@ pub use binary::Download;
 pub use call::{CallControl, Progress, ProgressSink};
 pub use files::FileService;
 pub use lease::{BridgeLease, NoLease, WriterLease, lease_id};
-pub use registry::{WorkdirHandle, WorkdirRegistry};
+pub use registry::{RegistryError, WorkdirHandle, WorkdirRegistry};
