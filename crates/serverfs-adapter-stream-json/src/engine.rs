@@ -23,6 +23,7 @@ use serverfs_protocol::bridge::{
     AgentProfile, CatalogStatus, EventPayload, ModelCatalog, ModelInfo,
 };
 
+use crate::auth::{AuthSource, PayloadFile, private_dir};
 use crate::flavor::{CatalogSource, Flavor, ProxyDelivery, TurnArgs, version_of};
 use crate::permission::{self, Ask};
 use crate::session::{ControlFailure, Incoming, Session};
@@ -42,10 +43,13 @@ pub struct StreamJsonConfig {
     /// Bound of one control request.
     pub request_timeout: Duration,
     /// Variables of the Bridge's environment handed to the CLI (the
-    /// operator's choice, e.g. an API key).
+    /// operator's choice, e.g. an API key), except the one `auth` reads.
     pub env_passthrough: Vec<String>,
     /// The runtime's egress proxy policy.
     pub proxy: ProxyPolicy,
+    /// What goes into the auth payload file of a flavor that has one
+    /// (Qoder); ignored otherwise.
+    pub auth: AuthSource,
 }
 
 /// A stream-json runtime: Claude Code or Qoder, by its [`Flavor`].
@@ -69,7 +73,8 @@ impl StreamJsonAdapter {
 
     /// The CLI command for `args`, in `cwd`, with the runtime's
     /// environment: the kit's scrubbed base, the flavor's markers, `PWD`,
-    /// the operator's passthrough names, and the proxy when it travels by
+    /// the operator's passthrough names (but the auth token's, which goes
+    /// into the payload file alone), and the proxy when it travels by
     /// environment.
     fn command(&self, cwd: &WorkingDir, args: TurnArgs<'_>) -> ProviderCommand {
         let mut command = ProviderCommand::new(&self.config.bin, cwd);
@@ -82,7 +87,14 @@ impl StreamJsonAdapter {
         if let Ok(path) = cwd.current_path() {
             command.env("PWD", path.to_string_lossy().into_owned());
         }
-        command.pass_through(self.config.env_passthrough.iter().cloned());
+        let secret = self.config.auth.secret_variable();
+        command.pass_through(
+            self.config
+                .env_passthrough
+                .iter()
+                .filter(|name| Some(name.as_str()) != secret)
+                .cloned(),
+        );
         if self.flavor.proxy == ProxyDelivery::Environment {
             command.proxy(self.config.proxy.clone());
         }
@@ -98,13 +110,13 @@ impl StreamJsonAdapter {
         cwd: &WorkingDir,
         args: TurnArgs<'_>,
         host: Option<&dyn Host>,
-        auth: &mut Option<tempfile::TempDir>,
+        auth: &mut Option<PayloadFile>,
     ) -> Result<(Session, Value), AgentError> {
         let mut command = self.command(cwd, args);
-        if let Some(payload) = self.flavor.auth_payload {
-            let (dir, file) = write_auth_payload(payload.content)?;
-            command.env(payload.variable, file.to_string_lossy().into_owned());
-            *auth = Some(dir);
+        if let Some(payload) = &self.flavor.auth_payload {
+            let file = PayloadFile::write(payload, &self.config.auth, self.flavor.display)?;
+            command.env(payload.variable, file.path().to_string_lossy().into_owned());
+            *auth = Some(file);
         }
         let session = Session::spawn(
             &command,
@@ -238,9 +250,7 @@ impl StreamJsonAdapter {
     /// private directory (a CLI started in a big home directory scans it
     /// first), the user's settings only.
     async fn catalog(&self) -> Result<Vec<ModelInfo>, AgentError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("serverfs-models")
-            .tempdir()
+        let scratch = private_dir("serverfs-models")
             .map_err(|_| AgentError::provider("no private directory for model discovery"))?;
         let args = TurnArgs {
             model: None,
@@ -259,42 +269,30 @@ impl StreamJsonAdapter {
                 .map_err(|failure| self.control_failed("get_models", &failure)),
         };
         session.shutdown(self.flavor.runtime).await;
-        let listed = lenient::<ModelsAnswer>(&listed?).unwrap_or_default();
-        Ok(listed
-            .models
-            .iter()
-            .filter_map(lenient::<ModelEntry>)
-            .take(MAX_MODELS)
-            .map(model_info)
-            .collect())
+        let models = usable_models(&listed?);
+        if models.is_empty() {
+            // A CLI that is logged in always has a model to offer: an
+            // empty or unreadable list is its failure, not a catalog.
+            return Err(AgentError::provider(format!(
+                "{} listed no usable model",
+                self.flavor.display
+            )));
+        }
+        Ok(models)
     }
 }
 
-/// Writes the authentication payload into a fresh private directory
-/// (0700, the file 0600), removed when the returned directory is dropped.
-fn write_auth_payload(content: &str) -> Result<(tempfile::TempDir, PathBuf), AgentError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let failed = || {
-        AgentError::new(
-            BridgeErrorCode::AgentRuntimeNotReady,
-            "no auth payload file",
-        )
-    };
-    // `tempfile` creates the directory 0700.
-    let dir = tempfile::Builder::new()
-        .prefix("serverfs-auth")
-        .tempdir()
-        .map_err(|_| failed())?;
-    let path = dir.path().join("auth.json");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|_| failed())?;
-    file.write_all(content.as_bytes()).map_err(|_| failed())?;
-    Ok((dir, path))
+/// The entries of a models answer that can be read (at most
+/// [`MAX_MODELS`]); an answer without a `models` list has none.
+fn usable_models(answer: &Value) -> Vec<ModelInfo> {
+    lenient::<ModelsAnswer>(answer)
+        .unwrap_or_default()
+        .models
+        .iter()
+        .filter_map(lenient::<ModelEntry>)
+        .take(MAX_MODELS)
+        .map(model_info)
+        .collect()
 }
 
 fn model_info(entry: ModelEntry) -> ModelInfo {
@@ -586,7 +584,12 @@ impl Adapter for StreamJsonAdapter {
                     detail: None,
                     model_advice: None,
                 },
-                Err(_) => {
+                Err(error) => {
+                    tracing::debug!(
+                        runtime = self.flavor.runtime,
+                        error.code = error.code.as_str(),
+                        "model discovery failed"
+                    );
                     catalog_unavailable(self.flavor.runtime, source, "model discovery failed")
                 }
             }

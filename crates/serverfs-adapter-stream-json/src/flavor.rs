@@ -40,13 +40,17 @@ pub enum ProxyDelivery {
     ControlRequest,
 }
 
-/// A file the CLI reads its authentication choice from.
+/// A file the CLI reads its authentication choice from (Qoder): private
+/// (`0600` in a fresh `0700` directory), written before the CLI starts and
+/// removed once it has exited.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthPayload {
     /// The variable naming the file.
     pub variable: &'static str,
-    /// The file's JSON content.
-    pub content: &'static str,
+    /// The payload that reuses the CLI's own local login.
+    pub login: fn() -> Value,
+    /// The payload carrying a personal access token.
+    pub access_token: fn(&str) -> Value,
 }
 
 /// One stream-json CLI.

@@ -12,13 +12,13 @@
 //! Modules: `engine` (the adapter and its turn loop), `session` (one CLI
 //! process and the control protocol with it), `permission` (`can_use_tool`
 //! ↔ neutral approvals and questions), `wire` (the typed protocol subset),
-//! `flavor` (what differs between CLIs), `claude` and `qoder` (the two
-//! flavors).
+//! `flavor` (what differs between CLIs), `auth` (Qoder's private auth
+//! payload file), `claude` and `qoder` (the two flavors).
 //!
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use serverfs_adapter_stream_json::{CLAUDE, StreamJsonAdapter, StreamJsonConfig};
+//! use serverfs_adapter_stream_json::{AuthSource, CLAUDE, StreamJsonAdapter, StreamJsonConfig};
 //! use serverfs_agent_runtime::ProxyPolicy;
 //!
 //! let claude = StreamJsonAdapter::new(
@@ -28,6 +28,7 @@
 //!         request_timeout: Duration::from_secs(60),
 //!         env_passthrough: vec!["ANTHROPIC_API_KEY".to_owned()],
 //!         proxy: ProxyPolicy::disabled(),
+//!         auth: AuthSource::LocalLogin,
 //!     },
 //! );
 //! # drop(claude);
@@ -35,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+mod auth;
 mod claude;
 mod engine;
 mod flavor;
@@ -43,6 +45,7 @@ mod qoder;
 mod session;
 mod wire;
 
+pub use auth::AuthSource;
 pub use claude::{CLAUDE, CLAUDE_RUNTIME};
 pub use engine::{StreamJsonAdapter, StreamJsonConfig};
 pub use flavor::Flavor;

@@ -42,7 +42,8 @@ pub static QODER: Flavor = Flavor {
     auth_payload: Some(AuthPayload {
         variable: "QODER_SDK_AUTH_PAYLOAD_FILE",
         // Reuse the local `qodercli login` state.
-        content: r#"{"type":"qodercli"}"#,
+        login: || json!({ "type": "qodercli" }),
+        access_token: |token| json!({ "type": "accessToken", "accessToken": token }),
     }),
     catalog: CatalogSource::GetModels,
     catalog_scope: CatalogScope::CurrentAccount,

@@ -1,7 +1,8 @@
 //! What every native CLI runtime (`codex`, `claude`, `qoder`) is configured
 //! with: which executable the Agent Bridge runs, and which variables of the
 //! Bridge's own environment it hands to the provider; plus the settings of
-//! the two stream-json CLIs, Claude Code and Qoder, which need nothing else.
+//! the two stream-json CLIs, Claude Code and Qoder, which need nothing else
+//! but Qoder's choice of credentials.
 //!
 //! Read by `serverfs-agent-bridge` only; `serverfs` checks them with the rest
 //! of the configuration and otherwise ignores them. Nothing here is ever
@@ -11,13 +12,14 @@
 
 use crate::error::PassthroughProblem;
 use crate::limits;
+use crate::qoder_auth::QoderAuth;
 
 /// How the Agent Bridge runs one stream-json CLI runtime: `claude` (Claude
 /// Code, `[agent] claude_*` keys, `SERVERFS_CLAUDE_*` variables) or `qoder`
 /// (`qodercli`, `[agent] qoder_*`, `SERVERFS_QODER_*`). Both speak the same
-/// protocol and take the same settings, so one type serves both; the
-/// aliases [`ClaudeSettings`] and [`QoderSettings`] name the runtime where
-/// the settings are held.
+/// protocol and take these settings, so one type serves both: the alias
+/// [`ClaudeSettings`] for Claude Code, and [`QoderSettings::cli`] beside
+/// Qoder's credentials choice.
 ///
 /// Read by `serverfs-agent-bridge` only. The Bridge runs the CLI in its
 /// native mode: it passes no permission mode, tool lists, MCP servers or
@@ -51,8 +53,31 @@ pub struct CliRuntimeSettings {
 /// The settings of the `claude` runtime ([`CliRuntimeSettings`]).
 pub type ClaudeSettings = CliRuntimeSettings;
 
-/// The settings of the `qoder` runtime ([`CliRuntimeSettings`]).
-pub type QoderSettings = CliRuntimeSettings;
+/// The settings of the `qoder` runtime: Claude Code's, and how `qodercli`
+/// gets its credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QoderSettings {
+    /// The executable, request timeout and passthrough list, with the rules
+    /// of [`CliRuntimeSettings`].
+    pub cli: CliRuntimeSettings,
+    /// What goes into the authentication payload file (default
+    /// [`QoderAuth::Login`]). With
+    /// [`PersonalAccessToken`](QoderAuth::PersonalAccessToken),
+    /// `cli.env_passthrough` lists
+    /// [`QODER_TOKEN_VARIABLE`](crate::QODER_TOKEN_VARIABLE).
+    pub auth: QoderAuth,
+}
+
+impl Default for QoderSettings {
+    /// What an empty `[agent]` table gives: [`CliRuntimeSettings::qoder_default`]
+    /// and the local login.
+    fn default() -> QoderSettings {
+        QoderSettings {
+            cli: CliRuntimeSettings::qoder_default(),
+            auth: QoderAuth::Login,
+        }
+    }
+}
 
 impl CliRuntimeSettings {
     /// What an empty `[agent]` table gives the `claude` runtime: `claude`

@@ -19,6 +19,7 @@ use crate::limits::{self, Limit};
 use crate::model::{LogLevel, TextContent};
 use crate::parse;
 use crate::provider_cgroup::ProviderCgroup;
+use crate::qoder_auth::QoderAuth;
 use crate::raw::{
     RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults,
     RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
@@ -237,6 +238,7 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
         codex: codex_globals(env)?,
         claude: cli_runtime_globals(env, &cli_runtime::CLAUDE, &CLAUDE_VARIABLES)?,
         qoder: cli_runtime_globals(env, &cli_runtime::QODER, &QODER_VARIABLES)?,
+        qoder_auth: qoder_auth_global(env)?,
         acp_profiles: acp_profiles_json(get("SERVERFS_ACP_PROFILES_JSON"))?,
     };
 
@@ -255,6 +257,22 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             limits::SLOT_COUNT
         ),
     })
+}
+
+/// `SERVERFS_QODER_AUTH`, strict like the Bridge's other settings. Empty
+/// means "not set".
+fn qoder_auth_global(env: &Env) -> Result<Val<QoderAuth>, ConfigError> {
+    const KEY: &str = "SERVERFS_QODER_AUTH";
+    let value = non_empty(env.get(KEY).map(String::as_str))
+        .map(|text| {
+            QoderAuth::parse(&text.to_ascii_lowercase()).ok_or_else(|| ConfigError::InvalidValue {
+                key: KEY.to_owned(),
+                expected: QoderAuth::EXPECTED,
+                got: text.to_owned(),
+            })
+        })
+        .transpose()?;
+    Ok(Val::or_default(value, QoderAuth::default(), KEY))
 }
 
 /// `SERVERFS_AGENT_PROVIDER_CGROUP`, strict like the Bridge's other

@@ -7,7 +7,8 @@ use crate::test_support::{Fixture, message};
 use crate::{
     AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings,
     CodexSettings, CodexTransport, ConfigError, LogLevel, PassthroughProblem, ProviderCgroup,
-    ServerSettings, SlotProblem, TextContent, WorkdirAlias, WorkdirConfig,
+    QoderAuth, QoderSettings, ServerSettings, SlotProblem, TextContent, WorkdirAlias,
+    WorkdirConfig,
 };
 
 /// Slot 01 enabled as `one`, plus `pairs`.
@@ -55,11 +56,7 @@ fn defaults_match_upstream() {
                 request_timeout_ms: 60_000,
                 env_passthrough: Vec::new(),
             },
-            qoder: CliRuntimeSettings {
-                bin: "qodercli".to_owned(),
-                request_timeout_ms: 60_000,
-                env_passthrough: Vec::new(),
-            },
+            qoder: QoderSettings::default(),
             acp_profiles: Vec::new(),
         }
     );
@@ -129,6 +126,7 @@ fn every_global_is_read() {
                 "SERVERFS_QODER_ENV_PASSTHROUGH",
                 "QODER_PERSONAL_ACCESS_TOKEN",
             ),
+            ("SERVERFS_QODER_AUTH", "personal-access-token"),
             (
                 "SERVERFS_ACP_PROFILES_JSON",
                 r#" [{"id": "zed", "command": "/opt/zed/bin/zed", "args": ["--acp", "a b;c"],
@@ -197,10 +195,13 @@ fn every_global_is_read() {
                     "ANTHROPIC_BASE_URL".to_owned()
                 ],
             },
-            qoder: CliRuntimeSettings {
-                bin: "qoder".to_owned(),
-                request_timeout_ms: 600_000,
-                env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
+            qoder: QoderSettings {
+                cli: CliRuntimeSettings {
+                    bin: "qoder".to_owned(),
+                    request_timeout_ms: 600_000,
+                    env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
+                },
+                auth: QoderAuth::PersonalAccessToken,
             },
             // Defined without being allowed anywhere: checked all the same.
             acp_profiles: vec![AcpProfileSettings {
@@ -919,6 +920,11 @@ fn codex_variables_are_strict() {
     let cases = [
         ("SERVERFS_CODEX_TRANSPORT", "socket", "one of stdio, daemon"),
         (
+            "SERVERFS_QODER_AUTH",
+            "token",
+            "one of \"login\", \"personal-access-token\"",
+        ),
+        (
             "SERVERFS_AGENT_PROVIDER_CGROUP",
             "sys/fs/cgroup",
             "\"auto\", \"off\" or an absolute path without \"..\" (a cgroup v2 directory)",
@@ -1075,7 +1081,7 @@ fn claude_and_qoder_variables_are_read() {
         let var = |field: &str| format!("SERVERFS_{prefix}_{field}");
         let pick = |config: crate::Config| match prefix {
             "CLAUDE" => config.agent.claude,
-            _ => config.agent.qoder,
+            _ => config.agent.qoder.cli,
         };
         let (bin, timeout, passthrough) = (
             var("BIN"),
@@ -1279,7 +1285,7 @@ fn toml_mode_ignores_the_runtime_variables() {
     let config = crate::Config::load(&crate::ConfigSource::Toml(file), &[], &vars).unwrap();
     assert_eq!(config.agent.claude.bin, "/opt/claude");
     assert_eq!(config.agent.claude.env_passthrough, Vec::<String>::new());
-    assert_eq!(config.agent.qoder, CliRuntimeSettings::qoder_default());
+    assert_eq!(config.agent.qoder, QoderSettings::default());
     assert_eq!(config.agent.codex, CodexSettings::default());
 }
 
@@ -1299,7 +1305,7 @@ fn workdir_mode_reads_the_runtime_variables() {
     let config = crate::Config::load(&crate::ConfigSource::Cli(vec![spec]), &[], &vars).unwrap();
     assert_eq!(config.agent.claude.bin, "claude-canary");
     assert_eq!(
-        config.agent.qoder.env_passthrough,
+        config.agent.qoder.cli.env_passthrough,
         ["QODER_PERSONAL_ACCESS_TOKEN"]
     );
     assert_eq!(config.agent.codex.env_passthrough, ["OPENAI_API_KEY"]);

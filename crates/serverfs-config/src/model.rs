@@ -266,8 +266,8 @@ pub struct AgentSettings {
     /// executable, its control-request timeout, and which of the Bridge's
     /// variables it gets.
     pub claude: ClaudeSettings,
-    /// How the Bridge runs the `qoder` runtime (`qodercli`), as for
-    /// [`claude`](AgentSettings::claude).
+    /// How the Bridge runs the `qoder` runtime (`qodercli`): as for
+    /// [`claude`](AgentSettings::claude), and how it authenticates.
     pub qoder: QoderSettings,
     /// The operator's ACP agent profiles, each the runtime `acp-<id>`, in
     /// the order written (at most 16, ids unique). Default none.
@@ -309,7 +309,7 @@ impl Default for AgentSettings {
             provider_cgroup: ProviderCgroup::Auto,
             codex: CodexSettings::default(),
             claude: CliRuntimeSettings::claude_default(),
-            qoder: CliRuntimeSettings::qoder_default(),
+            qoder: QoderSettings::default(),
             acp_profiles: Vec::new(),
         }
     }

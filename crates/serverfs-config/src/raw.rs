@@ -13,6 +13,7 @@ use crate::codex::CodexTransport;
 use crate::http::HttpAuth;
 use crate::model::{LogLevel, TextContent};
 use crate::provider_cgroup::ProviderCgroup;
+use crate::qoder_auth::QoderAuth;
 
 /// A configured value and the key it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +124,7 @@ pub(crate) struct RawAgent {
     pub codex: RawCodex,
     pub claude: RawCliRuntime,
     pub qoder: RawCliRuntime,
+    pub qoder_auth: Val<QoderAuth>,
     /// ACP agent profiles, as written; the key is that of the whole list.
     pub acp_profiles: Val<Vec<RawAcpProfile>>,
 }

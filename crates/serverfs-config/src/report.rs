@@ -9,6 +9,7 @@ use crate::codex::{CodexSettings, CodexTransport};
 use crate::http::HttpSettings;
 use crate::limits;
 use crate::model::{AgentSettings, Config, WorkdirConfig};
+use crate::qoder_auth::{QODER_TOKEN_VARIABLE, QoderAuth};
 
 impl Config {
     /// A human-readable, multi-line report of the effective configuration:
@@ -82,7 +83,8 @@ impl Config {
             cli_runtime_report(&mut out, &cli_runtime::CLAUDE, &a.claude);
         }
         if allowed(&AgentRuntime::Qoder) {
-            cli_runtime_report(&mut out, &cli_runtime::QODER, &a.qoder);
+            cli_runtime_report(&mut out, &cli_runtime::QODER, &a.qoder.cli);
+            qoder_auth_line(&mut out, a.qoder.auth);
         }
         for profile in &a.acp_profiles {
             if allowed(&AgentRuntime::Acp(profile.runtime.clone())) {
@@ -258,6 +260,19 @@ fn bin_line(out: &mut String, bin: &str) {
 /// The names of the variables handed to a provider. Names only: the values
 /// are the Bridge's, read from its own environment (ARCHITECTURE.md
 /// invariant 9).
+/// How `qodercli` authenticates: the choice and the variable's name,
+/// never a value.
+fn qoder_auth_line(out: &mut String, auth: QoderAuth) {
+    let how = match auth {
+        QoderAuth::Login => "the local `qodercli login`".to_owned(),
+        QoderAuth::PersonalAccessToken => format!(
+            "a personal access token from {QODER_TOKEN_VARIABLE}, written to a private \
+             payload file per run"
+        ),
+    };
+    let _ = writeln!(out, "      auth: {auth} ({how})");
+}
+
 fn passthrough_line(out: &mut String, names: &[String]) {
     if names.is_empty() {
         let _ = writeln!(out, "      env passthrough (0): none");
@@ -622,6 +637,7 @@ http:
       bin: qodercli (looked up on PATH)
       request timeout: 250 ms
       env passthrough (0): none
+      auth: login (the local `qodercli login`)
 http:
 ";
         assert!(all.contains(expected), "{all}");
@@ -657,6 +673,7 @@ http:
                     "SERVERFS_QODER_ENV_PASSTHROUGH",
                     "QODER_PERSONAL_ACCESS_TOKEN",
                 ),
+                ("SERVERFS_QODER_AUTH", "personal-access-token"),
                 ("SERVERFS_CODEX_ENV_PASSTHROUGH", "OPENAI_API_KEY"),
                 ("ANTHROPIC_API_KEY", "sk-ant-secret"),
                 ("QODER_PERSONAL_ACCESS_TOKEN", "pat-secret"),
@@ -668,6 +685,8 @@ http:
             "      env passthrough (1): ANTHROPIC_API_KEY\n",
             "      env passthrough (1): QODER_PERSONAL_ACCESS_TOKEN\n",
             "      env passthrough (1): OPENAI_API_KEY\n",
+            "      auth: personal-access-token (a personal access token from \
+             QODER_PERSONAL_ACCESS_TOKEN, written to a private payload file per run)\n",
         ] {
             assert!(report.contains(line), "{line:?} not in\n{report}");
         }

@@ -24,6 +24,7 @@ use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::{LogLevel, TextContent};
 use crate::provider_cgroup::ProviderCgroup;
+use crate::qoder_auth::QoderAuth;
 use crate::raw::{
     RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults, RawHttp,
     RawProxyRuntimes, RawServer, RawWorkdir, Val,
@@ -103,6 +104,7 @@ struct AgentToml {
     qoder_bin: Option<String>,
     qoder_request_timeout_seconds: Option<Seconds>,
     qoder_env_passthrough: Option<Vec<String>>,
+    qoder_auth: Option<String>,
     // ACP agent profiles: `[[agent.acp_profiles]]` tables, one per agent.
     acp_profiles: Option<Vec<AcpProfileEntry>>,
 }
@@ -357,6 +359,16 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             })
         })
         .transpose()?;
+    let qoder_auth = a
+        .qoder_auth
+        .map(|text| {
+            QoderAuth::parse(&text).ok_or(ConfigError::InvalidValue {
+                key: "agent.qoder_auth".to_owned(),
+                expected: QoderAuth::EXPECTED,
+                got: text,
+            })
+        })
+        .transpose()?;
     let provider_cgroup = a
         .provider_cgroup
         .map(|text| {
@@ -448,6 +460,7 @@ fn agent_table(a: AgentToml, env: &BTreeMap<String, String>) -> Result<RawAgent,
             a.qoder_request_timeout_seconds,
             a.qoder_env_passthrough,
         ),
+        qoder_auth: Val::or_default(qoder_auth, QoderAuth::default(), "agent.qoder_auth"),
         acp_profiles: Val::or_default(
             a.acp_profiles.map(|profiles| {
                 profiles

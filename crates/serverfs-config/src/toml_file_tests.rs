@@ -6,7 +6,8 @@ use crate::test_support::{Fixture, env, message};
 use crate::{
     AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings,
     CodexSettings, CodexTransport, Config, ConfigError, HttpAuth, HttpSettings, LogLevel,
-    ProviderCgroup, ServerSettings, TextContent, WorkdirAlias, WorkdirConfig,
+    ProviderCgroup, QoderAuth, QoderSettings, ServerSettings, TextContent, WorkdirAlias,
+    WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -67,11 +68,7 @@ fn minimal_file_gets_every_default() {
                     request_timeout_ms: 60_000,
                     env_passthrough: Vec::new(),
                 },
-                qoder: CliRuntimeSettings {
-                    bin: "qodercli".to_owned(),
-                    request_timeout_ms: 60_000,
-                    env_passthrough: Vec::new(),
-                },
+                qoder: QoderSettings::default(),
                 acp_profiles: Vec::new(),
             },
             http: HttpSettings {
@@ -175,6 +172,7 @@ claude_env_passthrough = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]
 qoder_bin = "qoder"
 qoder_request_timeout_seconds = 0.5
 qoder_env_passthrough = ["QODER_PERSONAL_ACCESS_TOKEN"]
+qoder_auth = "personal-access-token"
 
 [[agent.acp_profiles]]
 id = "zed"
@@ -265,10 +263,13 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                     "ANTHROPIC_BASE_URL".to_owned()
                 ],
             },
-            qoder: CliRuntimeSettings {
-                bin: "qoder".to_owned(),
-                request_timeout_ms: 500,
-                env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
+            qoder: QoderSettings {
+                cli: CliRuntimeSettings {
+                    bin: "qoder".to_owned(),
+                    request_timeout_ms: 500,
+                    env_passthrough: vec!["QODER_PERSONAL_ACCESS_TOKEN".to_owned()],
+                },
+                auth: QoderAuth::PersonalAccessToken,
             },
             acp_profiles: vec![
                 AcpProfileSettings {
@@ -500,6 +501,10 @@ fn types_are_strict() {
             "agent.qoder_request_timeout_seconds: invalid type: boolean `true`, expected a number of seconds (line 2)",
         ),
         (
+            format!("[agent]\nqoder_auth = true\n{}", wd("")),
+            "agent.qoder_auth: invalid type: boolean `true`, expected a string (line 2)",
+        ),
+        (
             format!("[agent]\nqoder_env_passthrough = \"A,B\"\n{}", wd("")),
             "agent.qoder_env_passthrough: invalid type: string \"A,B\", expected an array (line 2)",
         ),
@@ -551,7 +556,7 @@ fn cli_runtime_timeouts_take_whole_or_fractional_seconds() {
             .agent;
         (
             agent.claude.request_timeout_ms,
-            agent.qoder.request_timeout_ms,
+            agent.qoder.cli.request_timeout_ms,
         )
     };
     assert_eq!(timeouts("600"), (600_000, 600_000));

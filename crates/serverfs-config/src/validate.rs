@@ -15,13 +15,14 @@ use std::path::PathBuf;
 use crate::acp::{self, AcpProfileSettings};
 use crate::agent::{AcpProfile, AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
-use crate::cli_runtime::{self, CliRuntimeSettings};
+use crate::cli_runtime::{self, CliRuntimeSettings, QoderSettings};
 use crate::codex::{CodexSettings, CodexTransport};
 use crate::error::{ConfigError, PassthroughProblem, RootProblem, one_line};
 use crate::http::{self, ConnectionLimits, HttpSettings};
 use crate::limits::{self, Bounds, Limit};
 use crate::model::{AgentSettings, Config, ServerSettings, WorkdirConfig};
 use crate::parse;
+use crate::qoder_auth::{QODER_TOKEN_VARIABLE, QoderAuth};
 use crate::raw::{
     RawAcpProfile, RawAgent, RawCliRuntime, RawCodex, RawConfig, RawConnectionLimits, RawDefaults,
     RawHttp, RawProxyRuntimes, RawServer, RawWorkdir, Val,
@@ -306,7 +307,7 @@ fn agent_settings(raw: &RawAgent) -> Result<AgentSettings, ConfigError> {
         provider_cgroup: raw.provider_cgroup.value.clone(),
         codex: codex_settings(&raw.codex)?,
         claude: cli_runtime_settings(&raw.claude)?,
-        qoder: cli_runtime_settings(&raw.qoder)?,
+        qoder: qoder_settings(&raw.qoder, &raw.qoder_auth)?,
         acp_profiles: acp_profiles(&raw.acp_profiles)?,
     })
 }
@@ -507,6 +508,34 @@ fn cli_runtime_settings(raw: &RawCliRuntime) -> Result<CliRuntimeSettings, Confi
         bin: checked_bin(&raw.bin)?,
         request_timeout_ms: request_timeout_ms(&raw.request_timeout_seconds)?,
         env_passthrough: passthrough_names(&raw.env_passthrough)?,
+    })
+}
+
+/// The `qoder` runtime's settings: Claude Code's, and the credentials
+/// choice, whose token must be passed through by name for this runtime.
+fn qoder_settings(
+    raw: &RawCliRuntime,
+    auth: &Val<QoderAuth>,
+) -> Result<QoderSettings, ConfigError> {
+    let cli = cli_runtime_settings(raw)?;
+    if auth.value == QoderAuth::PersonalAccessToken
+        && !cli
+            .env_passthrough
+            .iter()
+            .any(|n| n == QODER_TOKEN_VARIABLE)
+    {
+        return Err(ConfigError::Conflict {
+            key: auth.key.clone(),
+            reason: format!(
+                "\"{}\" reads the token from {QODER_TOKEN_VARIABLE}: add \"{QODER_TOKEN_VARIABLE}\" \
+                 to {} so the Bridge may hand it to qodercli",
+                auth.value, raw.env_passthrough.key
+            ),
+        });
+    }
+    Ok(QoderSettings {
+        cli,
+        auth: auth.value,
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
-use crate::{AgentMode, AgentRuntime, CodexTransport, Config, ConfigError, RootProblem};
+use crate::{AgentMode, AgentRuntime, CodexTransport, Config, ConfigError, QoderAuth, RootProblem};
 
 /// One workdir `a` at `<fixture>/a`, plus `server`, `agent` and `workdir`
 /// extra lines.
@@ -737,9 +737,9 @@ fn native_settings(config: &Config, runtime: &str) -> (String, u64, Vec<String>)
             a.claude.env_passthrough.clone(),
         ),
         "qoder" => (
-            a.qoder.bin.clone(),
-            a.qoder.request_timeout_ms,
-            a.qoder.env_passthrough.clone(),
+            a.qoder.cli.bin.clone(),
+            a.qoder.cli.request_timeout_ms,
+            a.qoder.cli.env_passthrough.clone(),
         ),
         other => panic!("not a native runtime: {other}"),
     }
@@ -1067,6 +1067,49 @@ fn codex_passthrough_needs_the_stdio_transport() {
 }
 
 #[test]
+fn qoder_auth_spelling_is_exact_and_a_token_must_be_passed_through() {
+    let fx = Fixture::new();
+    let qoder = |lines: &str| file(&fx, "", lines, "");
+    assert_eq!(qoder("").unwrap().agent.qoder.auth, QoderAuth::Login);
+    assert_eq!(
+        qoder("qoder_auth = \"login\"").unwrap().agent.qoder.auth,
+        QoderAuth::Login
+    );
+    for bad in ["Login", "pat", "", "accessToken"] {
+        assert_eq!(
+            message(qoder(&format!("qoder_auth = \"{bad}\""))),
+            format!(
+                "agent.qoder_auth: expected one of \"login\", \"personal-access-token\", \
+                 got {bad:?}"
+            )
+        );
+    }
+    let refused = "agent.qoder_auth: \"personal-access-token\" reads the token from \
+                   QODER_PERSONAL_ACCESS_TOKEN: add \"QODER_PERSONAL_ACCESS_TOKEN\" to \
+                   agent.qoder_env_passthrough so the Bridge may hand it to qodercli";
+    assert_eq!(
+        message(qoder("qoder_auth = \"personal-access-token\"")),
+        refused
+    );
+    // Another runtime's list does not count: the token is Qoder's alone.
+    assert_eq!(
+        message(qoder(
+            "qoder_auth = \"personal-access-token\"\n\
+             claude_env_passthrough = [\"QODER_PERSONAL_ACCESS_TOKEN\"]"
+        )),
+        refused
+    );
+    let token = qoder(
+        "qoder_auth = \"personal-access-token\"\n\
+         qoder_env_passthrough = [\"QODER_CONFIG_DIR\", \"QODER_PERSONAL_ACCESS_TOKEN\"]",
+    )
+    .unwrap();
+    assert_eq!(token.agent.qoder.auth, QoderAuth::PersonalAccessToken);
+    // Checked like the other settings, with no workdir allowing qoder.
+    assert!(token.workdirs[0].agent_runtimes.is_empty());
+}
+
+#[test]
 fn runtime_settings_are_checked_even_where_no_workdir_allows_the_runtime() {
     // Bridge off, no agent anywhere: a typo still never waits for the day
     // the runtime is enabled (the Bridge's other settings behave the same).
@@ -1105,10 +1148,7 @@ fn runtime_settings_are_checked_even_where_no_workdir_allows_the_runtime() {
         allowed.agent.claude,
         crate::CliRuntimeSettings::claude_default()
     );
-    assert_eq!(
-        allowed.agent.qoder,
-        crate::CliRuntimeSettings::qoder_default()
-    );
+    assert_eq!(allowed.agent.qoder, crate::QoderSettings::default());
 }
 
 #[test]

@@ -9,12 +9,17 @@ use std::sync::Arc;
 
 use serverfs_adapter_acp::{AcpAdapter, AcpConfig};
 use serverfs_adapter_codex::{CodexAdapter, CodexConfig, CodexTransport};
-use serverfs_adapter_stream_json::{CLAUDE, QODER, StreamJsonAdapter, StreamJsonConfig};
+use serverfs_adapter_stream_json::{
+    AuthSource, CLAUDE, QODER, StreamJsonAdapter, StreamJsonConfig,
+};
 use serverfs_agent_bridge::rpc::PeerPolicy;
 use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSettings};
 use serverfs_agent_runtime::fake::FakeAdapter;
 use serverfs_agent_runtime::{Adapter, Probe, ProxyPolicy};
-use serverfs_config::{AgentRuntime, CodexSettings, Config, ConfigError, select_source};
+use serverfs_config::{
+    AgentRuntime, CodexSettings, Config, ConfigError, QODER_TOKEN_VARIABLE, QoderAuth,
+    select_source,
+};
 use serverfs_lease::{ArtifactAccess, LeaseError, LeaseId};
 
 use super::proxy_env::{self, ProxyEndpoint, ProxyEnvError};
@@ -202,15 +207,22 @@ fn setup(
                 request_timeout: std::time::Duration::from_millis(claude.request_timeout_ms),
                 env_passthrough: claude.env_passthrough.clone(),
                 proxy: policy,
+                auth: AuthSource::LocalLogin,
             }))
         }
         AgentRuntime::Qoder => {
             let qoder = &config.agent.qoder;
             Ok(RuntimeSetup::Qoder(StreamJsonConfig {
-                bin: resolve_bin("agent.qoder_bin", &qoder.bin, "Qoder", env)?,
-                request_timeout: std::time::Duration::from_millis(qoder.request_timeout_ms),
-                env_passthrough: qoder.env_passthrough.clone(),
+                bin: resolve_bin("agent.qoder_bin", &qoder.cli.bin, "Qoder", env)?,
+                request_timeout: std::time::Duration::from_millis(qoder.cli.request_timeout_ms),
+                env_passthrough: qoder.cli.env_passthrough.clone(),
                 proxy: policy,
+                auth: match qoder.auth {
+                    QoderAuth::Login => AuthSource::LocalLogin,
+                    QoderAuth::PersonalAccessToken => AuthSource::AccessToken {
+                        variable: QODER_TOKEN_VARIABLE.to_owned(),
+                    },
+                },
             }))
         }
         AgentRuntime::Acp(name) => {

@@ -84,6 +84,10 @@ fn write_tasks(out: &mut String, tasks: &[TaskRecord]) {
             task.created_at,
             task.event_count,
         );
+        // Whether `continue_from_task_id` can resume it, never the id.
+        if task.native_session_id.is_some() {
+            out.push_str(" native_session=recorded");
+        }
         if let Some(code) = task.error_code {
             let _ = write!(out, " error={}", code.as_str());
         }

@@ -28,7 +28,6 @@
 //! weaker [`cancel_before_turn_start`] instead.
 
 use serde_json::{Value, json};
-use serverfs_agent_bridge::store::{StateDir, Store, StoreLimits};
 use serverfs_testkit::MockCodexDaemon;
 use serverfs_testkit::bridge::{
     Daemon, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll, request_id,
@@ -39,6 +38,8 @@ use serverfs_testkit::mock_codex::rig::{
     Transport, codex_home, codex_setup, message_log, start_mock_daemon,
 };
 use serverfs_testkit::mock_stream_json::{self, Cli, SLOW_INIT_VARIABLE};
+
+use super::native_ids::recorded_session;
 
 /// Runs each named case once per rig: the module of the same name holds
 /// one test per rig.
@@ -456,17 +457,9 @@ impl Running {
         self.bridge.wait_submit(params)
     }
 
-    /// The native session the Bridge recorded for `task`, read from its
-    /// store (a read-only connection beside the running daemon).
+    /// The native session the Bridge recorded for `task`.
     fn native_session(&self, task: &str) -> Option<String> {
-        let state = StateDir::open(self.setup.state_dir()).expect("the state directory");
-        let store = Store::open_read_only(state, StoreLimits::default()).expect("the store");
-        let task = task.to_owned();
-        let record = store
-            .call_blocking(move |db| db.get_task(&task))
-            .expect("the task record");
-        let _closed = store.close();
-        record.native_session_id
+        recorded_session(&self.setup, task)
     }
 
     /// Waits until the MCP side may mutate `demo` again and no recovery

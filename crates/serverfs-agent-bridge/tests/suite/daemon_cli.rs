@@ -237,7 +237,14 @@ fn inspect_lists_tasks_without_their_prompts() {
         )),
         "{done_line}"
     );
-    assert!(done_line.contains(" result_bytes="), "{done_line}");
+    assert!(
+        done_line.contains(" native_session=recorded result_bytes="),
+        "{done_line}"
+    );
+    assert!(
+        !done_line.contains("fake-session"),
+        "a native id: {done_line}"
+    );
     let failed_line = line(&failed);
     assert!(
         failed_line.starts_with(&format!("  {failed} failed runtime=fake ")),

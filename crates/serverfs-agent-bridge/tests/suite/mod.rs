@@ -13,6 +13,7 @@ mod daemon_confinement;
 mod daemon_lifecycle;
 mod daemon_protocol;
 mod daemon_recovery;
+mod native_ids;
 mod rpc;
 mod service;
 mod store;

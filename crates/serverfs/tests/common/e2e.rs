@@ -160,6 +160,26 @@ impl AgentRig {
         }
     }
 
+    /// Waits until the Bridge has recorded `task`'s native session (what
+    /// `inspect` says), so that a crash from here on leaves it resumable.
+    pub async fn session_recorded(&self, task: &str) {
+        let deadline = Instant::now() + TURN;
+        loop {
+            let inspected = self.env.inspect();
+            let recorded = inspected
+                .lines()
+                .any(|line| line.contains(task) && line.contains(" native_session=recorded"));
+            if recorded {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no native session recorded for {task}:\n{inspected}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Processes of the agent whose environment belongs to this rig.
     pub fn agent_processes(&self) -> Vec<i32> {
         let root = self.env.root().to_string_lossy().into_owned();
@@ -245,9 +265,24 @@ impl AgentRig {
 
     /// Kills the Bridge mid-turn, checks the tools say so, waits for the
     /// agent to go with it, restarts the Bridge and checks the task was
-    /// reconciled honestly (interrupted, never re-run) and the workdir is
-    /// usable again.
+    /// reconciled honestly (interrupted, never re-run, its provider known to
+    /// be stopped) and the workdir is usable again.
     pub async fn crash_and_reconcile(&mut self, task: &str) {
+        self.crash(task).await;
+        // The agent loses its stdin with the Bridge and exits; its process
+        // group is what the recovery guard waits for.
+        self.wait_no_agent_process("its Bridge").await;
+        let reconciled = self.restart_reconciled(task).await;
+        assert_eq!(
+            reconciled["payload"]["provider_active"], false,
+            "{reconciled}"
+        );
+        self.wait_writable("the restart").await;
+    }
+
+    /// Kills the Bridge (mid-turn of `task`) and checks the tools say it
+    /// is gone.
+    pub async fn crash(&mut self, task: &str) {
         if let Some(mut bridge) = self.bridge.take() {
             bridge.kill();
         }
@@ -257,9 +292,12 @@ impl AgentRig {
                 .await,
             "AGENT_BRIDGE_UNAVAILABLE"
         );
-        // The agent loses its stdin with the Bridge and exits; its process
-        // group is what the recovery guard waits for.
-        self.wait_no_agent_process("its Bridge").await;
+    }
+
+    /// Starts the Bridge again and checks that `task` was reconciled once
+    /// and honestly: interrupted by the restart, never run again. Returns
+    /// its `task.reconciled` event.
+    pub async fn restart_reconciled(&mut self, task: &str) -> Value {
         self.bridge = Some(self.env.start_bridge());
         let view = self.task(task).await;
         assert_eq!(view["status"], "interrupted", "{view}");
@@ -272,21 +310,18 @@ impl AgentRig {
             )
             .await;
         let events = events["events"].as_array().cloned().unwrap_or_default();
-        let reconciled = events
-            .iter()
+        let count = |event_type: &str| {
+            events
+                .iter()
+                .filter(|e| e["event_type"] == event_type)
+                .count()
+        };
+        assert_eq!(count("task.reconciled"), 1, "{events:?}");
+        assert_eq!(count("task.started"), 1, "re-run after the restart");
+        events
+            .into_iter()
             .find(|e| e["event_type"] == "task.reconciled")
-            .cloned()
-            .expect("a task.reconciled event");
-        assert_eq!(
-            reconciled["payload"]["provider_active"], false,
-            "{reconciled}"
-        );
-        let started = events
-            .iter()
-            .filter(|e| e["event_type"] == "task.started")
-            .count();
-        assert_eq!(started, 1, "re-run after the restart");
-        self.wait_writable("the restart").await;
+            .expect("a task.reconciled event")
     }
 
     /// The file the scripted model's command creates.

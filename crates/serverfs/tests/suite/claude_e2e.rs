@@ -39,24 +39,28 @@ const PASSED: [&str; 5] = [
     "DISABLE_TELEMETRY",
 ];
 
+/// The free-text answer the question test gives: in neither the question
+/// nor its options, so finding it in the tool result proves the answer
+/// travelled from the client to the model.
+const FREE_ANSWER: &str = "PURPLE-ELEPHANT-42";
+
+/// How long the model takes to answer the turn whose Bridge is killed:
+/// long enough for the test to kill and restart the Bridge while Claude
+/// Code waits, short enough to then wait for Claude Code to end by itself.
+const CRASH_TURN: Duration = Duration::from_secs(20);
+
 /// The scripted model: `make-file` asks to run a Bash command that writes
 /// a file, then answers; `ask-me` asks the user a question, then answers;
-/// `slow` answers after a long pause (so a turn can be cancelled or its
-/// Bridge killed mid-way); anything else answers at once.
+/// `recall-crash` answers at once; `crash-slow` answers after
+/// [`CRASH_TURN`] (a turn whose Bridge is killed, and which Claude Code then
+/// finishes alone); `slow` answers after a long pause (so a turn can be
+/// cancelled mid-way); anything else answers at once. (Rules are tried in
+/// order: `recall-crash` and `crash-slow` before `slow`.)
 fn script() -> Script {
     let command = json!({
         "command": "echo hi > created_by_mock.txt",
         "description": "create the requested file",
     });
-    let question = json!({ "questions": [{
-        "question": "Which option?",
-        "header": "Pick",
-        "options": [
-            { "label": "A", "description": "the first" },
-            { "label": "B", "description": "the second" }
-        ],
-        "multiSelect": false
-    }]});
     Script::new()
         .rule(Rule::steps(
             "make-file",
@@ -65,9 +69,14 @@ fn script() -> Script {
         .rule(Rule::steps(
             "ask-me",
             vec![
-                Reply::tool_call("AskUserQuestion", question),
+                Reply::tool_call("AskUserQuestion", question_input()),
                 Reply::text("ASKED_DONE"),
             ],
+        ))
+        .rule(Rule::steps("recall-crash", vec![Reply::text("RECALLED")]))
+        .rule(Rule::steps(
+            "crash-slow",
+            vec![Reply::text("CRASH_TURN_DONE").delayed(CRASH_TURN)],
         ))
         .on(
             "slow",
@@ -91,6 +100,44 @@ async fn rig(claude: &Path) -> AgentRig {
         .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"claude\"]")
         .build();
     AgentRig::start(env, model, "claude", "claude").await
+}
+
+/// The question the script's AskUserQuestion asks.
+fn question_input() -> Value {
+    json!({ "questions": [{
+        "question": "Which option?",
+        "header": "Pick",
+        "options": [
+            { "label": "A", "description": "the first" },
+            { "label": "B", "description": "the second" }
+        ],
+        "multiSelect": false
+    }]})
+}
+
+/// The text of the tool result answering the tool use named `tool` in a
+/// model request's `messages` (a string, or text blocks joined).
+fn tool_result_text(messages: &Value, tool: &str) -> Option<String> {
+    let messages = messages.as_array()?;
+    let blocks = || {
+        messages
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+    };
+    let id = blocks().find(|b| b["type"] == "tool_use" && b["name"] == tool)?["id"].clone();
+    let result = blocks().find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)?;
+    match &result["content"] {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
 }
 
 /// The body of every streamed model request so far, in order.
@@ -182,25 +229,30 @@ async fn a_question_reaches_the_client_and_its_answer_the_model() {
         .filter_map(|o| o["label"].as_str())
         .collect();
     assert_eq!(labels, ["A", "B"]);
+    assert_eq!(question["allow_free_text"], true, "{request}");
+    assert!(!question_input().to_string().contains(FREE_ANSWER));
     rig.server
         .ok(
             "answer_agent_question",
             json!({
                 "task_id": task,
                 "request_id": request["request_id"],
-                "answers": [{ "question_id": question["question_id"], "selected_option_ids": ["B"] }],
+                "answers": [{ "question_id": question["question_id"], "selected_option_ids": [],
+                              "text": FREE_ANSWER }],
             }),
         )
         .await;
     let done = rig.finished(&task).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["final_response"], "ASKED_DONE");
-    // The model saw the answer in the tool result.
+    // The model got the answer as Claude Code reports it: the tool result
+    // of its AskUserQuestion call, keyed by the question's text.
     let last = model_requests(&rig.model).last().cloned().unwrap();
-    let history = last["messages"].to_string();
+    let result = tool_result_text(&last["messages"], "AskUserQuestion")
+        .unwrap_or_else(|| panic!("no AskUserQuestion tool result in {}", last["messages"]));
     assert!(
-        history.contains("Which option?") && history.contains("B"),
-        "{history}"
+        result.contains(&format!("\"Which option?\"=\"{FREE_ANSWER}\"")),
+        "{result}"
     );
 }
 
@@ -219,11 +271,21 @@ async fn a_continuation_resumes_the_session() {
         .submit(json!({ "prompt": "remember the word PELICAN" }))
         .await;
     assert_eq!(rig.finished(&first).await["status"], "succeeded");
+    let (_, history) = continue_task(&rig, &first, "what was the word").await;
+    assert!(
+        history.contains("PELICAN"),
+        "not the same session: {history}"
+    );
+}
+
+/// Continues `task` with `prompt` and checks the follow-up succeeded after
+/// asking the model; its view, and the history the model saw last.
+async fn continue_task(rig: &AgentRig, task: &str, prompt: &str) -> (Value, String) {
     let asked = model_requests(&rig.model).len();
-    let second = rig
-        .submit(json!({ "prompt": "what was the word", "continue_from_task_id": first }))
+    let next = rig
+        .submit(json!({ "prompt": prompt, "continue_from_task_id": task }))
         .await;
-    let done = rig.finished(&second).await;
+    let done = rig.finished(&next).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     let requests = model_requests(&rig.model);
     assert!(
@@ -231,18 +293,51 @@ async fn a_continuation_resumes_the_session() {
         "the follow-up never asked the model"
     );
     let history = requests.last().unwrap()["messages"].to_string();
-    assert!(
-        history.contains("PELICAN"),
-        "not the same session: {history}"
-    );
-    assert!(history.contains("what was the word"), "{history}");
+    assert!(history.contains(prompt), "{history}");
+    (done, history)
 }
 
+/// A Bridge killed mid-turn: Claude Code (measured, 2.1.197) does not stop
+/// when its stdin closes but finishes the turn it is in. So the restarted
+/// Bridge reports the task interrupted, never runs it again, and keeps the
+/// workdir guarded while Claude Code still runs; once it has ended, a
+/// continuation resumes the session the crashed Bridge recorded.
 #[tokio::test]
-async fn a_bridge_restart_mid_turn_reconciles_honestly() {
+async fn a_bridge_restart_mid_turn_reconciles_honestly_and_the_session_resumes() {
     let Some(claude) = claude() else { return };
     let mut rig = rig(&claude).await;
-    let task = rig.submit(json!({ "prompt": "be slow please" })).await;
-    rig.model_asked().await;
-    rig.crash_and_reconcile(&task).await;
+    let task = rig
+        .submit(json!({ "prompt": "remember OSPREY and be crash-slow please" }))
+        .await;
+    // Claude Code names its session before it calls the model; the Bridge
+    // records it at once. From here a crash must leave it resumable.
+    rig.session_recorded(&task).await;
+    rig.crash(&task).await;
+    assert!(
+        !rig.agent_processes().is_empty(),
+        "Claude Code stopped with its Bridge: the guard below proves nothing"
+    );
+    rig.restart_reconciled(&task).await;
+    // An agent may still write: no file tool may.
+    assert_eq!(
+        rig.server
+            .err(
+                "create_text_file",
+                json!({ "workdir": "demo", "path": "during.txt", "content": "x" }),
+            )
+            .await,
+        "WORKDIR_RECOVERY_REQUIRED"
+    );
+    rig.wait_no_agent_process("the end of its orphaned turn")
+        .await;
+
+    // The next submission finds it stopped, clears the guard, and resumes
+    // the recorded session: the model sees the interrupted turn's prompt.
+    let (done, history) = continue_task(&rig, &task, "recall-crash: what did I say").await;
+    assert_eq!(done["final_response"], "RECALLED");
+    assert!(
+        history.contains("remember OSPREY"),
+        "not the crashed task's session: {history}"
+    );
+    rig.wait_writable("the continuation").await;
 }
