@@ -16,6 +16,10 @@
 //! `serverfs-bench bridge` measures the Agent Bridge daemon instead: RPC
 //! round trips and submit → first event over its real socket, against a
 //! `runtime.list` baseline measured in the same run (see `bridge.rs`).
+//!
+//! `serverfs-bench soak` is the fault suite: hostile clients and local
+//! users against the real binaries, counting what must never happen
+//! (see `soak/mod.rs`); it exits 1 when any count is not zero.
 
 mod bigfile;
 mod bridge;
@@ -26,6 +30,7 @@ mod measure;
 mod report;
 mod rss;
 mod search;
+mod soak;
 mod stdio;
 
 use std::path::PathBuf;
@@ -76,6 +81,28 @@ pub enum Mode {
     /// event over its Unix socket, 1 and N concurrent clients, against a
     /// runtime.list baseline and a raw socket echo.
     Bridge(BridgeArgs),
+    /// The fault suite: hostile paths, symlink swaps, SIGKILLs, HTTP abuse
+    /// and Bridge kills against the real binaries; fails on any escape,
+    /// leak, torn file, lost or re-run task, or crash.
+    Soak(SoakArgs),
+}
+
+/// `serverfs-bench soak` options.
+#[derive(Debug, clap::Args)]
+pub struct SoakArgs {
+    /// How much to do: `short` (about 3 minutes on 2 cores, run by CI) or
+    /// `long` (about 10 minutes).
+    #[arg(long, value_enum, default_value = "short")]
+    pub profile: soak::Profile,
+    /// The serverfs binary.
+    #[arg(long, default_value = "target/release/serverfs")]
+    pub serverfs: PathBuf,
+    /// The serverfs-agent-bridge binary.
+    #[arg(long, default_value = "target/release/serverfs-agent-bridge")]
+    pub bridge: PathBuf,
+    /// Run only the checks whose name contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 /// `serverfs-bench bridge` options.
@@ -104,6 +131,19 @@ pub struct BridgeArgs {
 fn main() -> ExitCode {
     let args = Args::parse();
     let measured = match &args.mode {
+        Some(Mode::Soak(soak)) => {
+            return match soak::run(soak) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => {
+                    eprintln!("serverfs-bench soak: a check failed (see the table)");
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("serverfs-bench soak: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Some(Mode::Bridge(bridge)) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

@@ -30,13 +30,24 @@ impl StdioServer {
     /// Spawns `program args…` with `env` added, then initializes and lists
     /// the tools.
     pub fn spawn(program: &str, args: &[String], env: &[(&str, &str)]) -> Result<Self, String> {
+        Self::spawn_logging(program, args, env, Stdio::null())
+    }
+
+    /// Like [`StdioServer::spawn`], with the server's stderr (its log)
+    /// going to `stderr`.
+    pub fn spawn_logging(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Result<Self, String> {
         let started = Instant::now();
         let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .map_err(|e| format!("spawning {program}: {e}"))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -71,15 +82,51 @@ impl StdioServer {
         Ok(result["structuredContent"].clone())
     }
 
+    /// Calls a tool and returns the whole answer, error or not: the
+    /// JSON-RPC `result` (with its `isError`) or `error` object.
+    pub fn call_any(&mut self, tool: &str, arguments: Value) -> Result<Value, String> {
+        self.request_any("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// Sends any request and returns its `result` or `error` object.
+    pub fn request_any(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.send_request(method, params)?;
+        let answer = self.answer(method, id)?;
+        Ok(answer
+            .get("error")
+            .or_else(|| answer.get("result"))
+            .cloned()
+            .unwrap_or(Value::Null))
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's peak resident set size (`VmHWM`), in MiB.
     pub fn peak_rss_mib(&self) -> Option<f64> {
         crate::rss::peak_rss_mib(self.child.id())
     }
 
     fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.send_request(method, params)?;
+        let message = self.answer(method, id)?;
+        if let Some(error) = message.get("error") {
+            return Err(format!("{method} failed: {error}"));
+        }
+        Ok(message["result"].clone())
+    }
+
+    fn send_request(&mut self, method: &str, params: Value) -> Result<u64, String> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        Ok(id)
+    }
+
+    /// The answer to request `id`, skipping the server's notifications.
+    fn answer(&mut self, method: &str, id: u64) -> Result<Value, String> {
         loop {
             let line = self.line()?;
             let message: Value = serde_json::from_slice(&line)
@@ -88,10 +135,7 @@ impl StdioServer {
             if message["id"] != json!(id) || message.get("method").is_some() {
                 continue;
             }
-            if let Some(error) = message.get("error") {
-                return Err(format!("{method} failed: {error}"));
-            }
-            return Ok(message["result"].clone());
+            return Ok(message);
         }
     }
 

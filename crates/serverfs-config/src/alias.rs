@@ -161,7 +161,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_the_regex(text in "\\PC{0,40}") {
+        fn property_matches_the_regex(text in "\\PC{0,40}") {
             let bytes = text.as_bytes();
             let expected = !bytes.is_empty()
                 && bytes.len() <= 32
@@ -171,7 +171,7 @@ mod tests {
         }
 
         #[test]
-        fn every_regex_string_is_accepted(text in "[A-Za-z][A-Za-z0-9_-]{0,31}") {
+        fn property_every_regex_string_is_accepted(text in "[A-Za-z][A-Za-z0-9_-]{0,31}") {
             prop_assert!(WorkdirAlias::new(&text).is_ok());
         }
     }

@@ -80,6 +80,10 @@ mod validate;
 #[cfg(test)]
 mod test_support;
 
+#[cfg(test)]
+#[path = "properties_tests.rs"]
+mod properties_tests;
+
 pub use acp::AcpProfileSettings;
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};

@@ -81,3 +81,65 @@ fn a_checkpoint_off_a_line_start_is_forgotten() {
     assert_ne!(rebuilt, bogus);
     assert_eq!(rebuilt.offset, (rebuilt.line - 1) * 16);
 }
+
+mod cursor_properties {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use proptest::prelude::*;
+
+    use super::super::{Cursor, Direction, MAX_CURSOR_VALUE};
+    use crate::LinePosition;
+
+    fn position() -> impl Strategy<Value = LinePosition> {
+        prop_oneof![
+            (1..=MAX_CURSOR_VALUE).prop_map(LinePosition::Number),
+            (0..=MAX_CURSOR_VALUE).prop_map(LinePosition::FromEnd),
+        ]
+    }
+
+    proptest! {
+        /// A cursor the server made decodes to itself.
+        #[test]
+        fn property_cursors_round_trip(
+            hex in "[0-9a-f]{16}",
+            forward in any::<bool>(),
+            offset in 0..=MAX_CURSOR_VALUE,
+            position in position(),
+        ) {
+            // Genuine cursors have a line number at most offset + 1.
+            let position = match position {
+                LinePosition::Number(n) => LinePosition::Number(n.min(offset.saturating_add(1))),
+                other => other,
+            };
+            let direction = if forward { Direction::Forward } else { Direction::Backward };
+            let cursor = Cursor { revision: format!("v1:{hex}"), direction, offset, position };
+            let decoded = Cursor::decode(&cursor.encode()).unwrap();
+            prop_assert_eq!(decoded.revision, cursor.revision);
+            prop_assert!(decoded.direction == direction);
+            prop_assert_eq!((decoded.offset, decoded.position), (offset, position));
+        }
+
+        /// Any token is decoded or refused as malformed, and what decodes
+        /// stays within the bounds the arithmetic relies on.
+        #[test]
+        fn property_forged_cursors_stay_in_bounds(
+            text in prop_oneof![
+                "\\PC{0,60}",
+                "c2:v1:[0-9a-f]{0,20}:[fbx]:[0-9]{0,22}:[nex][0-9]{0,22}",
+            ],
+            raw in any::<bool>(),
+        ) {
+            let token = if raw { text.clone() } else { URL_SAFE_NO_PAD.encode(&text) };
+            if let Ok(cursor) = Cursor::decode(&token) {
+                prop_assert!(cursor.offset <= MAX_CURSOR_VALUE);
+                match cursor.position {
+                    LinePosition::Number(n) => {
+                        prop_assert!(n >= 1 && n - 1 <= cursor.offset);
+                    }
+                    LinePosition::FromEnd(n) => prop_assert!(n <= MAX_CURSOR_VALUE),
+                }
+                prop_assert!(cursor.revision.starts_with("v1:"));
+            }
+        }
+    }
+}

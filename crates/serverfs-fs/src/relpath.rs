@@ -206,7 +206,7 @@ mod tests {
         // none empty, `.`, `..`, or holding a separator, so resolving it
         // component by component beneath a root cannot climb out.
         #[test]
-        fn accepted_paths_have_only_plain_components(
+        fn property_accepted_paths_have_only_plain_components(
             segments in proptest::collection::vec(
                 prop_oneof!["\\.\\.", "\\.", "", "[a-z.~]{1,4}", "[^/]{0,3}"], 0..12)
         ) {

@@ -19,6 +19,8 @@ const CURRENT_VERSION: &str = "2026-07-28";
 pub struct Mcp {
     connection: Connection,
     session: Option<String>,
+    /// `Authorization` value sent with every request, when set.
+    authorization: Option<String>,
     next_id: u64,
 }
 
@@ -28,8 +30,15 @@ impl Mcp {
         Mcp {
             connection,
             session: None,
+            authorization: None,
             next_id: 0,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn with_bearer(mut self, token: &str) -> Mcp {
+        self.authorization = Some(format!("Bearer {token}"));
+        self
     }
 
     /// The connection, for other requests on it.
@@ -133,6 +142,9 @@ impl Mcp {
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ];
+        if let Some(authorization) = &self.authorization {
+            headers.push(("authorization", authorization));
+        }
         headers.extend_from_slice(extra);
         let response =
             self.connection

@@ -167,7 +167,7 @@ fn guard_name_recogniser() {
 
 proptest! {
     #[test]
-    fn valid_aliases_hash_to_guard_names(alias in "[^:/\\\\\\p{Cc}]{1,250}") {
+    fn property_valid_aliases_hash_to_guard_names(alias in "[^:/\\\\\\p{Cc}]{1,250}") {
         let id = LeaseId::alias(&alias).unwrap();
         prop_assert_eq!(id.as_str(), format!("alias:{alias}"));
         prop_assert_eq!(id.stem().len(), 40);

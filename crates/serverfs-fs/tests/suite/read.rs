@@ -526,13 +526,17 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            // PROPTEST_CASES (the soak's long profile) raises it.
+            cases: ProptestConfig::default().cases.max(200),
+            ..ProptestConfig::default()
+        })]
 
         /// Forwards by cursor, backwards from the tail by cursor, and by
         /// line number: every way of paging sees exactly the file's lines,
         /// with consistent numbers, whatever the page limits.
         #[test]
-        fn every_way_of_paging_sees_the_same_lines(
+        fn property_every_way_of_paging_sees_the_same_lines(
             text in text(),
             max_lines in 1u64..6,
             max_bytes in 40u64..120,

@@ -281,3 +281,109 @@ fn a_zero_limit_is_raised_to_one() {
     decoder.push(b"a");
     assert!(decoder.next_frame().is_err());
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use serverfs_protocol::bridge::{FrameDecoder, RequestEnvelope};
+
+    /// A stream of lines (some empty, some over a small limit) cut into
+    /// chunks at arbitrary points.
+    fn stream() -> impl Strategy<Value = (Vec<Vec<u8>>, Vec<usize>)> {
+        let line = proptest::collection::vec(
+            any::<u8>().prop_filter("no newline", |b| *b != b'\n'),
+            0..40,
+        );
+        (
+            proptest::collection::vec(line, 0..12),
+            proptest::collection::vec(1usize..30, 1..20),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            // PROPTEST_CASES (the soak's long profile) raises it.
+            cases: ProptestConfig::default().cases.max(512),
+            ..ProptestConfig::default()
+        })]
+
+        /// However a stream is cut, the decoder yields exactly its lines
+        /// up to the first one over the limit, then only errors, and never
+        /// holds more than the limit plus the chunk just pushed.
+        #[test]
+        fn property_frames_survive_any_chunking((lines, cuts) in stream(), limit in 1usize..48) {
+            let mut bytes = Vec::new();
+            for line in &lines {
+                bytes.extend_from_slice(line);
+                bytes.push(b'\n');
+            }
+            let expected: Vec<&Vec<u8>> =
+                lines.iter().take_while(|line| line.len() < limit).collect();
+            let too_large = expected.len() < lines.len();
+            let mut decoder = FrameDecoder::with_limit(limit);
+            let (mut frames, mut failed, mut at, mut cut) = (Vec::new(), false, 0, 0);
+            while at < bytes.len() && !failed {
+                let size = cuts[cut % cuts.len()];
+                cut += 1;
+                let end = (at + size).min(bytes.len());
+                decoder.push(&bytes[at..end]);
+                prop_assert!(decoder.buffered() <= limit + size);
+                at = end;
+                loop {
+                    match decoder.next_frame() {
+                        Ok(Some(frame)) => frames.push(frame),
+                        Ok(None) => break,
+                        Err(_) => {
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(failed, too_large);
+            prop_assert_eq!(frames.iter().collect::<Vec<_>>(), expected);
+            if failed {
+                prop_assert!(decoder.next_frame().is_err(), "a failed decoder stays failed");
+            }
+        }
+
+        /// Any bytes as a request frame are parsed or refused, never a
+        /// panic; a refusal carries a code.
+        #[test]
+        fn property_request_envelopes_never_panic(frame in proptest::collection::vec(any::<u8>(), 0..300)) {
+            if let Err(rejected) = RequestEnvelope::parse(&frame) {
+                let shown = format!("{rejected:?}");
+                prop_assert!(!shown.is_empty());
+            }
+        }
+
+        /// Envelopes of the real methods with arbitrary parameters: the
+        /// second stage decodes or refuses them, never panics.
+        #[test]
+        fn property_request_params_never_panic(
+            method in prop_oneof![
+                prop::sample::select(&[
+                    "task.submit", "task.get", "task.events", "task.cancel",
+                    "approval.respond", "question.answer", "task.message.send",
+                    "task.result.read", "runtime.list", "model.list",
+                ][..]).prop_map(str::to_owned),
+                "[a-z.]{1,16}",
+            ],
+            key in "[a-z_]{1,12}",
+            value in prop_oneof![
+                Just(serde_json::Value::Null),
+                any::<i64>().prop_map(serde_json::Value::from),
+                "\\PC{0,30}".prop_map(serde_json::Value::from),
+                any::<bool>().prop_map(serde_json::Value::from),
+            ],
+        ) {
+            let frame = serde_json::json!({
+                "protocol_version": 1, "request_id": "r1", "method": method,
+                "params": { key: value },
+            });
+            if let Ok(envelope) = RequestEnvelope::parse(frame.to_string().as_bytes()) {
+                let _ = envelope.decode();
+            }
+        }
+    }
+}
