@@ -169,6 +169,13 @@ pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
     )
 }
 
+/// What a profile id that names a built-in runtime is told: `codex`,
+/// `claude`, `qoder` and `fake` are reserved (seed 002 §5.2), even though
+/// `acp-codex` could never be mistaken for `codex` by the Bridge, because
+/// an operator or a caller reading the configuration could.
+pub(crate) const RESERVED_ID: &str = "a profile id other than a built-in runtime's name \
+     (codex, claude, qoder and fake are reserved; e.g. codex-acp)";
+
 /// Why a profile command is refused, if it is.
 pub(crate) fn command_problem(command: &str) -> Option<&'static str> {
     if command.contains(['\0', '\r', '\n']) {
