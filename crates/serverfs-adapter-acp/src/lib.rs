@@ -232,6 +232,11 @@ impl AcpAdapter {
     /// `initialize` and shutdown, with no session (so no inference). The
     /// snapshot then reports what the agent advertised.
     ///
+    /// `probe_timeout` bounds the whole probe; `initialize` within it is
+    /// one request, bounded by `request_timeout` as every request. An agent
+    /// still running when the probe's bound passes is killed with its
+    /// process group (it ran in a private scratch directory, on no task).
+    ///
     /// # Errors
     ///
     /// The spawn's or handshake's error, or `AGENT_PROVIDER_DISCONNECTED`
@@ -245,7 +250,7 @@ impl AcpAdapter {
                 &command,
                 None,
                 runtime,
-                self.config.probe_timeout,
+                self.config.request_timeout,
                 self.config.shutdown_timeout,
             )
             .await?;

@@ -68,11 +68,12 @@ pub struct AcpProfileSettings {
     /// also passed through.
     pub env: Vec<(String, String)>,
     /// Bound of one ACP request of the Bridge (`initialize`, `session/new`,
-    /// `session/resume`, `session/load`, `session/set_config_option`), in
+    /// `session/resume`, `session/load`, `session/set_config_option`,
+    /// `session/set_model`), in
     /// milliseconds (default 60 000, 100..=600 000). The prompt itself is
     /// bounded by the task's deadline.
     pub request_timeout_ms: u64,
-    /// Bound of a capability probe (spawn, `initialize`, shutdown), in
+    /// Bound of a whole capability probe (spawn, `initialize`, shutdown), in
     /// milliseconds (default 30 000, 100..=600 000).
     pub probe_timeout_ms: u64,
     /// How long a cancelled agent gets to end its prompt turn after
