@@ -934,13 +934,8 @@ fn a_second_writer_is_refused_while_an_acp_task_holds_the_workdir() {
         Err("WORKDIR_BUSY"),
         "nor may ServerFS write"
     );
-    assert_eq!(
-        guards(&setup)
-            .into_iter()
-            .map(|(task, _)| task)
-            .collect::<Vec<_>>(),
-        [task.clone()]
-    );
+    let holders: Vec<String> = guards(&setup).into_iter().map(|(task, _)| task).collect();
+    assert_eq!(holders, [task.as_str()]);
     assert_eq!(
         runs(setup.root()).len(),
         1,
@@ -1089,19 +1084,37 @@ fn a_huge_message_is_cut_in_its_event_but_not_in_the_result() {
 
 // --- models ----------------------------------------------------------------------
 
-#[test]
-fn models_come_from_the_sessions_model_selector() {
-    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", "1"));
+/// A Bridge whose agent offers its models as `FAKE_ACP_MODELS=knob` says,
+/// once their catalog was listed: it came from `source` and lists the
+/// fake's two models, and the runtime list, conservative before, now
+/// reports the override. The catalog.
+fn listed_models(knob: &str, source: &str) -> (Daemon, Setup, Value) {
+    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", knob));
     assert_eq!(listed(&bridge)["model_override"], false, "unmeasured");
     let catalog = bridge.ok("runtime.models", json!({ "runtime": "acp-mock" }));
     assert_eq!(catalog["status"], "ok", "{catalog}");
-    assert_eq!(catalog["source"], "acp_session_config");
-    assert_eq!(
-        catalog_models(&catalog),
-        [("mock/a".to_owned(), true), ("mock/b".to_owned(), false)]
-    );
-    assert_eq!(listed(&bridge)["model_override"], true);
-    assert_eq!(listed(&bridge)["model_discovery"], "runtime_catalog");
+    assert_eq!(catalog["source"], source, "{catalog}");
+    let models: Vec<(&str, bool)> = catalog["models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no models: {catalog}"))
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap_or_default(),
+                m["is_default"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(models, [("mock/a", true), ("mock/b", false)]);
+    let runtime = listed(&bridge);
+    assert_eq!(runtime["model_override"], true, "{runtime}");
+    assert_eq!(runtime["model_discovery"], "runtime_catalog", "{runtime}");
+    (bridge, setup, catalog)
+}
+
+#[test]
+fn models_come_from_the_sessions_model_selector() {
+    let (bridge, setup, _) = listed_models("1", "acp_session_config");
     assert_eq!(
         runs(setup.root())[0].methods(),
         ["initialize", "session/new"],
@@ -1141,37 +1154,10 @@ fn models_come_from_the_sessions_model_selector() {
     );
 }
 
-/// The `(id, is_default)` pairs of a `runtime.models` catalog.
-fn catalog_models(catalog: &Value) -> Vec<(String, bool)> {
-    catalog["models"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no models: {catalog}"))
-        .iter()
-        .map(|m| {
-            (
-                m["id"].as_str().unwrap().to_owned(),
-                m["is_default"] == true,
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn models_come_from_a_models_list_when_that_is_what_the_agent_offers() {
-    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", "list"));
-    assert_eq!(listed(&bridge)["model_override"], false, "unmeasured");
-    let catalog = bridge.ok("runtime.models", json!({ "runtime": "acp-mock" }));
-    assert_eq!(catalog["status"], "ok", "{catalog}");
-    assert_eq!(catalog["source"], "acp_session_models");
-    assert_eq!(
-        catalog_models(&catalog),
-        [("mock/a".to_owned(), true), ("mock/b".to_owned(), false)]
-    );
+    let (bridge, setup, catalog) = listed_models("list", "acp_session_models");
     assert_eq!(catalog["models"][1]["display_name"], "Mock B");
-    // Measured by the catalog's session: the runtime list says so.
-    let runtime = listed(&bridge);
-    assert_eq!(runtime["model_override"], true, "{runtime}");
-    assert_eq!(runtime["model_discovery"], "runtime_catalog", "{runtime}");
 
     // An override for one task, through session/set_model.
     let task = submit_with(&bridge, json!({ "prompt": "pick", "model": "mock/b" }));
@@ -1224,9 +1210,7 @@ fn models_come_from_a_models_list_when_that_is_what_the_agent_offers() {
 
 #[test]
 fn the_stable_config_option_is_preferred_over_a_models_list() {
-    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", "both"));
-    let catalog = bridge.ok("runtime.models", json!({ "runtime": "acp-mock" }));
-    assert_eq!(catalog["source"], "acp_session_config", "{catalog}");
+    let (bridge, setup, _) = listed_models("both", "acp_session_config");
     let task = submit_with(&bridge, json!({ "prompt": "pick", "model": "mock/b" }));
     assert_eq!(
         bridge.wait_status(&task, "succeeded")["final_response"],
