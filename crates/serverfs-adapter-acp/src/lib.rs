@@ -11,7 +11,8 @@
 //! stderr). On it: `initialize` (protocol version 1 required; no file
 //! system, no terminal offered), `session/new` with no MCP servers (or,
 //! for a continuation, `session/resume`, else `session/load` with its
-//! replay suppressed), the model when the task names one, `session/prompt`,
+//! replay suppressed), the model when the task names one (`models`),
+//! `session/prompt`,
 //! and the agent's traffic until the prompt answers: updates become events
 //! (`updates`), permission requests approvals with the agent's own options
 //! (`interactions`), every other request is refused at once. A cancelled
@@ -91,10 +92,10 @@ use serverfs_protocol::bridge::{
 };
 
 use self::connect::{Connection, request_failed};
-use self::models::{CATALOG_SOURCE, ModelSelector};
+use self::models::{ModelSelector, NO_CATALOG_SOURCE};
 use self::snapshot::{Measured, Snapshot, fingerprint};
 use self::turn::{Turn, TurnSettings};
-use self::wire::call;
+use self::wire::call_keeping_raw;
 
 /// One ACP profile as the Bridge runs it, resolved at start-up from the
 /// operator's `[[agent.acp_profiles]]`.
@@ -231,6 +232,11 @@ impl AcpAdapter {
     /// `initialize` and shutdown, with no session (so no inference). The
     /// snapshot then reports what the agent advertised.
     ///
+    /// `probe_timeout` bounds the whole probe; `initialize` within it is
+    /// one request, bounded by `request_timeout` as every request. An agent
+    /// still running when the probe's bound passes is killed with its
+    /// process group (it ran in a private scratch directory, on no task).
+    ///
     /// # Errors
     ///
     /// The spawn's or handshake's error, or `AGENT_PROVIDER_DISCONNECTED`
@@ -244,7 +250,7 @@ impl AcpAdapter {
                 &command,
                 None,
                 runtime,
-                self.config.probe_timeout,
+                self.config.request_timeout,
                 self.config.shutdown_timeout,
             )
             .await?;
@@ -372,13 +378,14 @@ impl AcpAdapter {
         .await?;
         self.snapshot.record_handshake(&connection.handshake);
         let request = NewSessionRequest::new(scratch.path());
-        let answer = call(&connection.peer, &request, config.request_timeout).await;
+        let answer = call_keeping_raw(&connection.peer, &request, config.request_timeout).await;
         connection.close(config.shutdown_timeout).await;
-        let answer = answer.map_err(|failure| request_failed(runtime, "session/new", &failure))?;
-        let selector = ModelSelector::of(answer.config_options.as_deref());
+        let (answer, raw) =
+            answer.map_err(|failure| request_failed(runtime, "session/new", &failure))?;
+        let selector = ModelSelector::of(answer.config_options.as_deref(), &raw);
         self.snapshot.record_model_selector(selector.is_some());
         Ok(selector.map_or_else(
-            || catalog_unsupported(runtime, CATALOG_SOURCE),
+            || catalog_unsupported(runtime, NO_CATALOG_SOURCE),
             |selector| selector.catalog(runtime),
         ))
     }
@@ -450,7 +457,7 @@ impl Adapter for AcpAdapter {
                 Ok(catalog) => catalog,
                 Err(_) => catalog_unavailable(
                     &self.config.runtime,
-                    CATALOG_SOURCE,
+                    NO_CATALOG_SOURCE,
                     "model discovery failed",
                 ),
             }

@@ -39,7 +39,8 @@ pub(crate) struct Measured {
     /// `sessionCapabilities.resume`.
     pub resume_session: bool,
     /// Whether a session showed a model selector (a config option of
-    /// category `model`); `None` until a session was opened.
+    /// category `model`, or a `models` list); `None` until a session was
+    /// opened.
     pub model_selector: Option<bool>,
 }
 

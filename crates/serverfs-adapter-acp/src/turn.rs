@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    RequestPermissionRequest, ResumeSessionRequest, SessionConfigOption, SessionId, StopReason,
-    TextContent,
+    RequestPermissionRequest, ResumeSessionRequest, SessionId, StopReason, TextContent,
 };
 use serde_json::Value;
 use serverfs_agent_runtime::jsonrpc::{Incoming, JsonRpcPeer, RequestId, RpcFailure};
@@ -27,12 +26,12 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::connect::{Handshake, request_failed};
 use crate::interactions;
-use crate::models::ModelSelector;
+use crate::models::{ModelChange, ModelSelector};
 use crate::snapshot::Snapshot;
 use crate::updates::Transcript;
 use crate::wire::{
     AUTH_REQUIRED, AgentNotification, AgentRequest, CallFailure, INVALID_PARAMS, METHOD_NOT_FOUND,
-    REQUEST_CANCELLED, call, notify,
+    REQUEST_CANCELLED, call, call_keeping_raw, notify,
 };
 
 /// What one turn needs of its profile.
@@ -157,8 +156,7 @@ impl<'a> Turn<'a> {
     /// Opens the session, sets the model, prompts and follows the turn to
     /// its end; `Ok(final text)` when it completed.
     pub(crate) async fn follow(&mut self) -> Result<String, AgentError> {
-        let (session, options) = self.open_session().await?;
-        let selector = ModelSelector::of(options.as_deref());
+        let (session, selector) = self.open_session().await?;
         self.settings
             .snapshot
             .record_model_selector(selector.is_some());
@@ -186,10 +184,8 @@ impl<'a> Turn<'a> {
     /// A new session, or the continued one: `session/resume` when the
     /// agent advertises it, else `session/load` (its replay suppressed),
     /// else `AGENT_SESSION_NOT_RESUMABLE`. The session id is recorded as
-    /// soon as it is known.
-    async fn open_session(
-        &mut self,
-    ) -> Result<(SessionId, Option<Vec<SessionConfigOption>>), AgentError> {
+    /// soon as it is known. With it, the session's model selector.
+    async fn open_session(&mut self) -> Result<(SessionId, Option<ModelSelector>), AgentError> {
         let runtime = self.settings.runtime;
         let timeout = self.settings.request_timeout;
         // ACP takes a path: the directory's name now, so that a renamed
@@ -203,11 +199,11 @@ impl<'a> Turn<'a> {
             )
         })?;
         let peer = Arc::clone(&self.peer);
-        let (session, options) = match self.ctx.continue_native_session_id.clone() {
+        let (session, selector) = match self.ctx.continue_native_session_id.clone() {
             None => {
                 let request = NewSessionRequest::new(cwd);
-                let answer = self
-                    .during_setup(call(&peer, &request, timeout))
+                let (answer, raw) = self
+                    .during_setup(call_keeping_raw(&peer, &request, timeout))
                     .await?
                     .map_err(|failure| match failure {
                         CallFailure::Rpc(RpcFailure::Error {
@@ -223,29 +219,32 @@ impl<'a> Turn<'a> {
                         ),
                         other => request_failed(runtime, "session/new", &other),
                     })?;
-                (answer.session_id, answer.config_options)
+                let selector = ModelSelector::of(answer.config_options.as_deref(), &raw);
+                (answer.session_id, selector)
             }
             Some(id) => {
                 let session = SessionId::new(id);
-                let options = if self.handshake.resume_session {
+                let selector = if self.handshake.resume_session {
                     let request = ResumeSessionRequest::new(session.clone(), cwd);
-                    self.during_setup(call(&peer, &request, timeout))
+                    let (answer, raw) = self
+                        .during_setup(call_keeping_raw(&peer, &request, timeout))
                         .await?
-                        .map_err(|failure| not_resumed(runtime, "session/resume", &failure))?
-                        .config_options
+                        .map_err(|failure| not_resumed(runtime, "session/resume", &failure))?;
+                    ModelSelector::of(answer.config_options.as_deref(), &raw)
                 } else if self.handshake.load_session {
                     let request = LoadSessionRequest::new(session.clone(), cwd);
-                    self.during_setup(call(&peer, &request, timeout))
+                    let (answer, raw) = self
+                        .during_setup(call_keeping_raw(&peer, &request, timeout))
                         .await?
-                        .map_err(|failure| not_resumed(runtime, "session/load", &failure))?
-                        .config_options
+                        .map_err(|failure| not_resumed(runtime, "session/load", &failure))?;
+                    ModelSelector::of(answer.config_options.as_deref(), &raw)
                 } else {
                     return Err(AgentError::new(
                         BridgeErrorCode::AgentSessionNotResumable,
                         format!("{runtime} can neither resume nor load a session"),
                     ));
                 };
-                (session, options)
+                (session, selector)
             }
         };
         let id = session.0.to_string();
@@ -256,11 +255,13 @@ impl<'a> Turn<'a> {
                 turn_id: None,
             })
             .await?;
-        Ok((session, options))
+        Ok((session, selector))
     }
 
-    /// Sets the request-scoped model through the session's model selector
-    /// and checks that the agent holds it now.
+    /// Sets the request-scoped model through the session's model selector:
+    /// a config option is checked in the agent's answer to hold the model
+    /// now; a `models` list entry is set with `session/set_model`, whose
+    /// answer holds nothing to check (the model was checked to be listed).
     async fn select_model(
         &mut self,
         session: &SessionId,
@@ -273,21 +274,35 @@ impl<'a> Turn<'a> {
                 "{runtime} offers no model selection; submit the task without a model"
             ))
         })?;
+        let change = selector.change(session, model).ok_or_else(|| {
+            AgentError::provider(format!(
+                "{runtime} does not offer the model; list_agent_models shows the models it does"
+            ))
+        })?;
         let peer = Arc::clone(&self.peer);
-        let request = selector.set(session, model);
-        let answer = self
-            .during_setup(call(&peer, &request, self.settings.request_timeout))
-            .await?
-            .map_err(|failure| request_failed(runtime, "the model", &failure))?;
-        let applied =
-            ModelSelector::of(Some(&answer.config_options)).is_some_and(|now| now.holds(model));
-        if applied {
-            Ok(())
-        } else {
-            Err(AgentError::provider(format!(
-                "{runtime} did not select the requested model"
-            )))
+        let timeout = self.settings.request_timeout;
+        let failed = |failure: CallFailure| request_failed(runtime, "the model", &failure);
+        match change {
+            ModelChange::ConfigOption(request) => {
+                let answer = self
+                    .during_setup(call(&peer, &request, timeout))
+                    .await?
+                    .map_err(failed)?;
+                let applied = ModelSelector::of_options(Some(&answer.config_options))
+                    .is_some_and(|now| now.holds(model));
+                if !applied {
+                    return Err(AgentError::provider(format!(
+                        "{runtime} did not select the requested model"
+                    )));
+                }
+            }
+            ModelChange::ModelList(request) => {
+                self.during_setup(call(&peer, &request, timeout))
+                    .await?
+                    .map_err(failed)?;
+            }
         }
+        Ok(())
     }
 
     /// Runs a setup request unless the turn is stopped, answering what the

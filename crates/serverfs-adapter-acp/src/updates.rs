@@ -6,7 +6,8 @@
 //! | `agent_message_chunk` (text) | appended to the message being streamed; flushed as one `agent.message` when a tool call, tool call update or plan arrives, or the turn ends; an all-blank message is dropped |
 //! | `tool_call` | `command.started` (kind `execute` with a command), `file_change.started` (`edit`, `delete`, `move`), else `tool.started`; inputs bounded |
 //! | `tool_call_update` to `completed` or `failed` | `item.completed {type: "tool", tool_use_id, status}` |
-//! | anything else (thoughts, the user's own chunks, plans, usage, modes, commands, session info, extensions) | nothing |
+//! | `plan` | `plan.updated {entries: [{content, status, priority}]}`, the whole plan as it now stands: at most [`MAX_PLAN_ENTRIES`] entries, each cut to [`MAX_PLAN_ENTRY_BYTES`], `truncated` when anything was left out |
+//! | anything else (thoughts, the user's own chunks, usage, modes, commands, session info, extensions) | nothing |
 //!
 //! The final response is the agent's message text after its last tool
 //! call: what it says once it has acted, not its narration on the way.
@@ -14,11 +15,12 @@
 //! what is kept are the core's to redact.
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentBlock, Plan, PlanEntryPriority as AcpPriority, PlanEntryStatus as AcpStatus,
+    SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use serde_json::{Map, Value, json};
 use serverfs_agent_runtime::bounds::{bounded_json, bounded_text, utf8_prefix};
-use serverfs_protocol::bridge::EventPayload;
+use serverfs_protocol::bridge::{EventPayload, PlanEntry, PlanEntryPriority, PlanEntryStatus};
 
 use crate::interactions::{command_of, kind_name};
 
@@ -26,6 +28,13 @@ use crate::interactions::{command_of, kind_name};
 /// to 8 MiB, so more would be refused anyway; the bound keeps an agent
 /// that streams without end from growing the Bridge's memory.
 pub(crate) const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Most plan entries one `plan.updated` lists: with [`MAX_PLAN_ENTRY_BYTES`]
+/// each, the event stays well under the core's 64 KiB event cap.
+pub(crate) const MAX_PLAN_ENTRIES: usize = 32;
+
+/// Longest plan entry kept, in bytes.
+pub(crate) const MAX_PLAN_ENTRY_BYTES: usize = 1024;
 
 /// The text of one turn, as it streams.
 #[derive(Debug, Default)]
@@ -58,7 +67,10 @@ impl Transcript {
                 events.extend(self.flush());
                 events.extend(tool_finished(&update));
             }
-            SessionUpdate::Plan(_) => events.extend(self.flush()),
+            SessionUpdate::Plan(plan) => {
+                events.extend(self.flush());
+                events.push(plan_updated(&plan));
+            }
             // Thoughts, the user's own chunks (a `session/load` replay),
             // usage, modes, commands, config options, session info,
             // notices, compaction and variants added later: not events.
@@ -97,6 +109,50 @@ impl Transcript {
             size_bytes: None,
             sha256: None,
         })
+    }
+}
+
+/// The event of a plan: its entries, bounded (host paths in them are the
+/// core's to redact, as in every event). An entry whose status or
+/// priority this schema does not know is left out rather than guessed at.
+fn plan_updated(plan: &Plan) -> EventPayload {
+    let mut truncated = plan.entries.len() > MAX_PLAN_ENTRIES;
+    let mut entries = Vec::with_capacity(plan.entries.len().min(MAX_PLAN_ENTRIES));
+    for entry in plan.entries.iter().take(MAX_PLAN_ENTRIES) {
+        let (Some(status), Some(priority)) =
+            (status_of(&entry.status), priority_of(&entry.priority))
+        else {
+            truncated = true;
+            continue;
+        };
+        let content = utf8_prefix(&entry.content, MAX_PLAN_ENTRY_BYTES);
+        truncated |= content.len() < entry.content.len();
+        entries.push(PlanEntry {
+            content: content.to_owned(),
+            status,
+            priority,
+        });
+    }
+    EventPayload::PlanUpdated { entries, truncated }
+}
+
+fn status_of(status: &AcpStatus) -> Option<PlanEntryStatus> {
+    match status {
+        AcpStatus::Pending => Some(PlanEntryStatus::Pending),
+        AcpStatus::InProgress => Some(PlanEntryStatus::InProgress),
+        AcpStatus::Completed => Some(PlanEntryStatus::Completed),
+        // Non-exhaustive: a status added later.
+        _ => None,
+    }
+}
+
+fn priority_of(priority: &AcpPriority) -> Option<PlanEntryPriority> {
+    match priority {
+        AcpPriority::High => Some(PlanEntryPriority::High),
+        AcpPriority::Medium => Some(PlanEntryPriority::Medium),
+        AcpPriority::Low => Some(PlanEntryPriority::Low),
+        // Non-exhaustive: a priority added later.
+        _ => None,
     }
 }
 
@@ -271,6 +327,65 @@ mod tests {
                 input: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_plan_is_an_event_of_its_own_and_bounded() {
+        let mut transcript = Transcript::default();
+        transcript.update(chunk("Planning."));
+        let plan = update(
+            json!({ "sessionUpdate": "plan", "_meta": { "secret": 1 }, "entries": [
+                { "content": "read", "priority": "high", "status": "completed" },
+                { "content": "write", "priority": "low", "status": "in_progress", "_meta": {} },
+            ]}),
+        );
+        assert_eq!(
+            transcript.update(plan),
+            [
+                message("Planning."),
+                EventPayload::PlanUpdated {
+                    entries: vec![
+                        PlanEntry {
+                            content: "read".to_owned(),
+                            status: PlanEntryStatus::Completed,
+                            priority: PlanEntryPriority::High,
+                        },
+                        PlanEntry {
+                            content: "write".to_owned(),
+                            status: PlanEntryStatus::InProgress,
+                            priority: PlanEntryPriority::Low,
+                        },
+                    ],
+                    truncated: false,
+                }
+            ]
+        );
+        // Too many entries, a long one, one of a status the schema does
+        // not know (dropped by the schema itself): cut, and said so.
+        let mut entries: Vec<Value> = (0..40)
+            .map(|n| json!({ "content": format!("step {n}"), "priority": "medium", "status": "pending" }))
+            .collect();
+        entries[0]["content"] = json!("é".repeat(MAX_PLAN_ENTRY_BYTES));
+        entries[1]["status"] = json!("skipped");
+        let big = update(json!({ "sessionUpdate": "plan", "entries": entries }));
+        let events = transcript.update(big);
+        let [EventPayload::PlanUpdated { entries, truncated }] = events.as_slice() else {
+            panic!("not one plan event");
+        };
+        assert!(truncated);
+        assert_eq!(entries.len(), MAX_PLAN_ENTRIES);
+        assert_eq!(entries[0].content.len(), MAX_PLAN_ENTRY_BYTES);
+        assert_eq!(
+            entries[1].content, "step 2",
+            "the unknown status is left out"
+        );
+        let event = serde_json::to_string(&EventPayload::PlanUpdated {
+            entries: entries.clone(),
+            truncated: true,
+        })
+        .unwrap();
+        assert!(event.len() < 48 * 1024, "{}", event.len());
+        assert_eq!(transcript.finish().1, "Planning.");
     }
 
     #[test]

@@ -50,13 +50,33 @@ pub(crate) async fn call<R: JsonRpcRequest + serde::Serialize>(
     request: &R,
     timeout: Duration,
 ) -> Result<R::Response, CallFailure> {
+    let result = send(peer, request, timeout).await?;
+    R::Response::from_json(request.method(), result).map_err(|_| CallFailure::Unreadable)
+}
+
+/// As [`call`], with the result also as the agent sent it: for what the
+/// pinned schema does not type (a session's unstable `models` list).
+pub(crate) async fn call_keeping_raw<R: JsonRpcRequest + serde::Serialize>(
+    peer: &JsonRpcPeer,
+    request: &R,
+    timeout: Duration,
+) -> Result<(R::Response, Value), CallFailure> {
+    let result = send(peer, request, timeout).await?;
+    let typed = R::Response::from_json(request.method(), result.clone())
+        .map_err(|_| CallFailure::Unreadable)?;
+    Ok((typed, result))
+}
+
+/// Sends `request`; its result undecoded.
+async fn send<R: JsonRpcRequest + serde::Serialize>(
+    peer: &JsonRpcPeer,
+    request: &R,
+    timeout: Duration,
+) -> Result<Value, CallFailure> {
     let params = serde_json::to_value(request).map_err(|_| CallFailure::Unreadable)?;
-    let method = request.method();
-    let result = peer
-        .request_within(method, params, timeout)
+    peer.request_within(request.method(), params, timeout)
         .await
-        .map_err(CallFailure::Rpc)?;
-    R::Response::from_json(method, result).map_err(|_| CallFailure::Unreadable)
+        .map_err(CallFailure::Rpc)
 }
 
 /// Sends `notification` (best effort, as every notification).

@@ -68,11 +68,12 @@ pub struct AcpProfileSettings {
     /// also passed through.
     pub env: Vec<(String, String)>,
     /// Bound of one ACP request of the Bridge (`initialize`, `session/new`,
-    /// `session/resume`, `session/load`, `session/set_config_option`), in
+    /// `session/resume`, `session/load`, `session/set_config_option`,
+    /// `session/set_model`), in
     /// milliseconds (default 60 000, 100..=600 000). The prompt itself is
     /// bounded by the task's deadline.
     pub request_timeout_ms: u64,
-    /// Bound of a capability probe (spawn, `initialize`, shutdown), in
+    /// Bound of a whole capability probe (spawn, `initialize`, shutdown), in
     /// milliseconds (default 30 000, 100..=600 000).
     pub probe_timeout_ms: u64,
     /// How long a cancelled agent gets to end its prompt turn after
@@ -168,6 +169,13 @@ pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
         "a profile id: a lower-case letter, then at most 27 lower-case letters, digits, '_' or '-'",
     )
 }
+
+/// What a profile id that names a built-in runtime is told: `codex`,
+/// `claude`, `qoder` and `fake` are reserved (seed 002 §5.2), even though
+/// `acp-codex` could never be mistaken for `codex` by the Bridge, because
+/// an operator or a caller reading the configuration could.
+pub(crate) const RESERVED_ID: &str = "a profile id other than a built-in runtime's name \
+     (codex, claude, qoder and fake are reserved; e.g. codex-acp)";
 
 /// Why a profile command is refused, if it is.
 pub(crate) fn command_problem(command: &str) -> Option<&'static str> {

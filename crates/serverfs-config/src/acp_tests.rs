@@ -118,6 +118,23 @@ fn ids_are_narrow_and_unique() {
     let longest = "z".repeat(28);
     let profile = format!("[[agent.acp_profiles]]\nid = {longest:?}\ncommand = \"/bin/x\"");
     assert!(with_profiles(&fx, &profile, "").is_ok());
+    // The built-in runtimes' names are reserved, though `acp-codex` could
+    // never be taken for `codex` by the Bridge: a reader could.
+    for reserved in ["codex", "claude", "qoder", "fake"] {
+        let profile = format!("[[agent.acp_profiles]]\nid = {reserved:?}\ncommand = \"/bin/x\"");
+        assert_eq!(
+            message(with_profiles(&fx, &profile, "")),
+            format!(
+                "agent.acp_profiles[0].id: expected a profile id other than a built-in \
+                 runtime's name (codex, claude, qoder and fake are reserved; e.g. codex-acp), \
+                 got {reserved:?}"
+            )
+        );
+    }
+    for near in ["codex-acp", "claude-acp", "fakes", "opencode"] {
+        let profile = format!("[[agent.acp_profiles]]\nid = {near:?}\ncommand = \"/bin/x\"");
+        assert!(with_profiles(&fx, &profile, "").is_ok(), "{near}");
+    }
     assert_eq!(
         message(with_profiles(&fx, &format!("{}\n{}", zed(""), zed("")), "")),
         "agent.acp_profiles[1].id: the ACP profile id \"zed\" is used by an earlier profile \
@@ -354,6 +371,14 @@ fn the_environment_source_takes_one_json_array() {
         r#"[{"id": "opencode", "command": "/x", "shell": true}]"#,
     ));
     assert!(unknown.contains("unknown field `shell`"), "{unknown}");
+    assert_eq!(
+        message(load(
+            r#"[{"id": "claude", "command": "/usr/local/bin/claude-agent-acp"}]"#
+        )),
+        "SERVERFS_ACP_PROFILES_JSON[0].id: expected a profile id other than a built-in \
+         runtime's name (codex, claude, qoder and fake are reserved; e.g. codex-acp), \
+         got \"claude\""
+    );
     assert_eq!(
         message(load(r#"[{"id": "opencode", "command": "opencode"}]"#)),
         "SERVERFS_ACP_PROFILES_JSON[0].command: expected an absolute path to the agent's \

@@ -81,6 +81,23 @@ pub enum AgentRuntime {
 }
 
 impl AgentRuntime {
+    /// The runtimes built into the Bridge. Their names are reserved: no ACP
+    /// profile may take one as its id (seed 002 §5.1–§5.2), so that a
+    /// configuration never reads as a native runtime it is not.
+    pub const BUILT_IN: [AgentRuntime; 4] = [
+        AgentRuntime::Codex,
+        AgentRuntime::Claude,
+        AgentRuntime::Qoder,
+        AgentRuntime::Fake,
+    ];
+
+    /// Whether `name` is the name of a [built-in](Self::BUILT_IN) runtime.
+    pub fn is_built_in_name(name: &str) -> bool {
+        AgentRuntime::BUILT_IN
+            .iter()
+            .any(|runtime| runtime.as_str() == name)
+    }
+
     /// Parses a runtime name: `codex`, `claude`, `qoder`, `fake`, or
     /// `acp-<id>` with `<id>` matching `^[a-z][a-z0-9_-]{0,27}$`. Whether
     /// such a profile is configured is checked by validation.
@@ -199,6 +216,15 @@ mod tests {
         assert!(AgentRuntime::Codex.requires_workspace_write());
         assert!(!AgentRuntime::Fake.is_native());
         assert!(!AgentRuntime::Fake.requires_workspace_write());
+        for built_in in AgentRuntime::BUILT_IN {
+            assert_eq!(
+                AgentRuntime::parse(built_in.as_str()),
+                Some(built_in.clone())
+            );
+            assert!(AgentRuntime::is_built_in_name(built_in.as_str()));
+        }
+        assert!(!AgentRuntime::is_built_in_name("acp-codex"));
+        assert!(!AgentRuntime::is_built_in_name("opencode"));
     }
 
     #[test]

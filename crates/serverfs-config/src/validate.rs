@@ -375,6 +375,9 @@ fn acp_profile(raw: &RawAcpProfile) -> Result<AcpProfileSettings, ConfigError> {
             acp::id_problem(&raw.id.value).unwrap_or("a profile id"),
         )
     })?;
+    if AgentRuntime::is_built_in_name(&raw.id.value) {
+        return Err(invalid(&raw.id, acp::RESERVED_ID));
+    }
     if let Some(expected) = acp::command_problem(&raw.command.value) {
         return Err(invalid(&raw.command, expected));
     }

@@ -16,9 +16,10 @@
 //! | variable | effect |
 //! |---|---|
 //! | `FAKE_ACP_PROTOCOL` | the `protocolVersion` it answers (default 1) |
-//! | `FAKE_ACP_INIT` | `fail`: `initialize` answered with an error; `exit`: exits instead of answering; `garbage`: non-JSON lines before the answer; `slow`: waits 2 s first |
+//! | `FAKE_ACP_INIT` | `fail`: `initialize` answered with an error; `exit`: exits instead of answering; `garbage`: non-JSON lines before the answer; `slow`: waits [`SLOW_INIT`] first; `malformed`: answers JSON of the wrong shape (`protocolVersion` a string) |
+//! | `FAKE_ACP_NEW` | `malformed`: `session/new` answered with JSON of the wrong shape (`sessionId` a number) |
 //! | `FAKE_ACP_SESSIONS` | `resume` (default: `loadSession` and `sessionCapabilities.resume`), `load` (only `loadSession`), `none` |
-//! | `FAKE_ACP_MODELS` | `1`: sessions have a model selector (`model`, category `model`, values `mock/a` (current) and `mock/b`) |
+//! | `FAKE_ACP_MODELS` | `1` or `config`: sessions have a model config option (`model`, category `model`, values `mock/a` (current) and `mock/b`), set with `session/set_config_option`; `list`: instead a `models` list (`availableModels` `mock/a` (current) and `mock/b`, as codex-acp's TypeScript build sends), set with `session/set_model`; `both`: both. A value the agent does not offer is refused with `-32602`; `session/set_model` without a list is `-32601` |
 //! | `FAKE_ACP_AUTH` | `required`: `session/new` fails with `-32000` |
 //!
 //! # Scenarios (first keyword of the prompt, in [`SCENARIOS`] order)
@@ -26,6 +27,10 @@
 //! | keyword | behaviour | final text |
 //! |---|---|---|
 //! | `approval` | an `execute` tool call, then a permission request with `once`/`allow_once`, `always`/`allow_always`, `reject`/`reject_once`, `never`/`reject_always`; writes `created.txt` in its cwd only when allowed | `approval:<option id>`, or the turn ends `cancelled` |
+//!
+//! Every permission request's tool call names host paths, as agents do:
+//! `rawInput.cwd` is the absolute cwd, and its `locations` are
+//! `<cwd>/created.txt` and `<cwd>/../elsewhere.txt` (outside the workdir).
 //! | `no-allow-once` | the same with only `always` and `reject` | as `approval` |
 //! | `storm` | five permission requests at once (`p1` … `p5`, each `allow_once`/`reject_once`) | `storm:<chosen ids in order>` |
 //! | `withdraw` | a permission request it withdraws itself with `$/cancel_request` 300 ms later (expects error `-32800`) | `withdrawn` |
@@ -36,10 +41,10 @@
 //! | `history` | nothing | `history:<earlier prompts of the session, joined by |>` |
 //! | `fs` | sends `fs/read_text_file` and `terminal/create` requests | `fs:<error code>,<error code>` |
 //! | `garbage` | non-JSON lines mid-turn | as the default |
-//! | `meta` | updates carrying `_meta`, an unknown update type, a plan and usage | as the default |
+//! | `meta` | updates carrying `_meta`, an unknown update type, a plan (its first step naming `<cwd>/src/lib.rs`) and usage | as the default |
 //! | `huge` | one 2 MiB message chunk | that text |
 //! | `oversized` | one line over 16 MiB | — |
-//! | `paths` | a message naming `<cwd>/notes.txt` | `see <cwd>/notes.txt` |
+//! | `paths` | an `edit` tool call whose `locations` are `<cwd>/notes.txt` and `<cwd>/../elsewhere.txt` (outside the workdir), a `read` tool call whose input names both, then a message naming `<cwd>/notes.txt` | `see <cwd>/notes.txt` |
 //! | `error` | the prompt answered with a JSON-RPC error | — |
 //! | `refusal` | `stopReason: refusal` | — |
 //! | `rogue-cancel` | `stopReason: cancelled` nobody asked for | — |
@@ -124,7 +129,46 @@ pub fn run() -> ExitCode {
     }
 }
 
-type Step<T> = Result<T, String>;
+/// Why the fake gave up: the client broke the protocol as the fake
+/// expects it, or the fake's own I/O failed. Printed on stderr; the fake
+/// then exits 1, which the test sees as a lost connection.
+#[derive(Debug, thiserror::Error)]
+enum FakeError {
+    #[error("unreadable input: {0}")]
+    UnreadableInput(#[from] serde_json::Error),
+    #[error("input ended {0}")]
+    InputEnded(&'static str),
+    #[error("{context}: unexpected {message}")]
+    Unexpected {
+        context: &'static str,
+        message: Value,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no HOME for the sessions")]
+    NoHome,
+}
+
+impl FakeError {
+    /// An I/O error of `what` the fake was doing.
+    fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> FakeError {
+        move |source| FakeError::Io { what, source }
+    }
+}
+
+type Step<T> = Result<T, FakeError>;
+
+/// How long `FAKE_ACP_INIT=slow` waits before it answers `initialize`:
+/// far longer than any bound a test sets, so that a test can tell a bound
+/// that was kept from the agent's own answer.
+pub const SLOW_INIT: Duration = Duration::from_secs(30);
+
+/// The models the fake offers, the first being its default.
+const MODELS: [(&str, &str); 2] = [("mock/a", "Mock A"), ("mock/b", "Mock B")];
 
 fn knob(name: &str) -> String {
     std::env::var(name).unwrap_or_default()
@@ -193,8 +237,7 @@ impl Fake {
             None => self.incoming.recv().ok(),
         };
         let Some(line) = line else { return Ok(None) };
-        let message: Value =
-            serde_json::from_str(&line).map_err(|e| format!("unreadable input: {e}"))?;
+        let message: Value = serde_json::from_str(&line)?;
         self.log(&json!({ "received": message }));
         Ok(Some(message))
     }
@@ -219,6 +262,7 @@ impl Fake {
                 "session/resume" => self.continue_session(&id, &params, false)?,
                 "session/load" => self.continue_session(&id, &params, true)?,
                 "session/set_config_option" => self.set_option(&id, &params),
+                "session/set_model" => self.set_model(&id, &params),
                 "session/prompt" => {
                     if !self.prompt(&id, &params)? {
                         return Ok(());
@@ -256,7 +300,14 @@ impl Fake {
                 self.raw("Starting the mock agent...");
                 self.raw("{\"half\":");
             }
-            "slow" => std::thread::sleep(Duration::from_secs(2)),
+            "slow" => std::thread::sleep(SLOW_INIT),
+            "malformed" => {
+                self.result(
+                    id,
+                    json!({ "protocolVersion": "1", "agentCapabilities": {} }),
+                );
+                return Ok(true);
+            }
             _ => {}
         }
         let version: i64 = knob("FAKE_ACP_PROTOCOL").parse().unwrap_or(1);
@@ -286,18 +337,60 @@ impl Fake {
         Ok(true)
     }
 
-    fn config_options(&self) -> Value {
-        if knob("FAKE_ACP_MODELS") != "1" {
-            return Value::Null;
+    /// The model currently set on the session.
+    fn current_model(&self) -> String {
+        self.model.clone().unwrap_or_else(|| MODELS[0].0.to_owned())
+    }
+
+    /// Whether the session offers a model config option, and whether it
+    /// offers a `models` list.
+    fn model_selection() -> (bool, bool) {
+        match knob("FAKE_ACP_MODELS").as_str() {
+            "1" | "config" => (true, false),
+            "list" => (false, true),
+            "both" => (true, true),
+            _ => (false, false),
         }
+    }
+
+    /// The session answer's model fields: `configOptions`, `models`, both
+    /// or neither, as `FAKE_ACP_MODELS` says.
+    fn session_result(&self, mut result: Value) -> Value {
+        let (option, list) = Fake::model_selection();
+        if option {
+            result["configOptions"] = self.config_options();
+        }
+        if list {
+            let models: Vec<Value> = MODELS
+                .iter()
+                .map(|(id, name)| json!({ "modelId": id, "name": name, "description": format!("{name}, listed") }))
+                .collect();
+            result["models"] =
+                json!({ "availableModels": models, "currentModelId": self.current_model() });
+        }
+        result
+    }
+
+    fn config_options(&self) -> Value {
+        let values: Vec<Value> = MODELS
+            .iter()
+            .map(|(id, name)| json!({ "value": id, "name": name }))
+            .collect();
         json!([
             { "id": "mode", "name": "Mode", "category": "mode", "type": "select",
               "currentValue": "build", "options": [{ "value": "build", "name": "Build" }] },
             { "id": "model", "name": "Model", "category": "model", "type": "select",
-              "currentValue": self.model.clone().unwrap_or_else(|| "mock/a".to_owned()),
-              "options": [{ "value": "mock/a", "name": "Mock A", "description": "the default" },
-                          { "value": "mock/b", "name": "Mock B" }] },
+              "currentValue": self.current_model(), "options": values },
         ])
+    }
+
+    /// Whether `value` (a JSON string) names a model the fake offers.
+    fn offers(value: &Value) -> Option<String> {
+        let model = value.as_str()?;
+        MODELS
+            .iter()
+            .any(|(id, _)| *id == model)
+            .then(|| model.to_owned())
     }
 
     fn new_session(&mut self, id: &Value, params: &Value) -> Step<()> {
@@ -314,16 +407,16 @@ impl Fake {
             self.error(id, -32000, "Authentication required");
             return Ok(());
         }
+        if knob("FAKE_ACP_NEW") == "malformed" {
+            self.result(id, json!({ "sessionId": 42 }));
+            return Ok(());
+        }
         let session = self.create_session()?;
         self.update(
             &session,
             json!({ "sessionUpdate": "available_commands_update", "availableCommands": [] }),
         );
-        let mut result = json!({ "sessionId": session });
-        let options = self.config_options();
-        if !options.is_null() {
-            result["configOptions"] = options;
-        }
+        let result = self.session_result(json!({ "sessionId": session }));
         self.result(id, result);
         Ok(())
     }
@@ -351,40 +444,47 @@ impl Fake {
                 self.chunk(&session, &format!("REPLAYED:{prompt}"));
             }
         }
-        let mut result = json!({});
-        let options = self.config_options();
-        if !options.is_null() {
-            result["configOptions"] = options;
-        }
+        let result = self.session_result(json!({}));
         self.result(id, result);
         Ok(())
     }
 
     fn set_option(&mut self, id: &Value, params: &Value) {
-        let value = params["value"].as_str().unwrap_or_default();
-        if params["configId"] != "model" || !["mock/a", "mock/b"].contains(&value) {
-            self.error(id, -32602, "unknown option or value");
-            return;
+        let model = Fake::offers(&params["value"]);
+        match (Fake::model_selection(), model) {
+            ((true, _), Some(model)) if params["configId"] == "model" => {
+                self.model = Some(model);
+                self.result(id, json!({ "configOptions": self.config_options() }));
+            }
+            _ => self.error(id, -32602, "unknown option or value"),
         }
-        self.model = Some(value.to_owned());
-        self.result(id, json!({ "configOptions": self.config_options() }));
+    }
+
+    /// `session/set_model`: only an agent with a `models` list has it.
+    fn set_model(&mut self, id: &Value, params: &Value) {
+        match (Fake::model_selection(), Fake::offers(&params["modelId"])) {
+            ((_, false), _) => self.error(id, -32601, "Method not found"),
+            (_, Some(model)) => {
+                self.model = Some(model);
+                self.result(id, json!({}));
+            }
+            (_, None) => self.error(id, -32602, "unknown model"),
+        }
     }
 
     fn sessions_dir(&self) -> Step<&Path> {
-        self.sessions
-            .as_deref()
-            .ok_or_else(|| "no HOME for the sessions".to_owned())
+        self.sessions.as_deref().ok_or(FakeError::NoHome)
     }
 
     fn create_session(&mut self) -> Step<String> {
         let dir = self.sessions_dir()?.to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| format!("sessions: {e}"))?;
+        std::fs::create_dir_all(&dir).map_err(FakeError::io("the sessions directory"))?;
         let n = std::fs::read_dir(&dir)
-            .map_err(|e| format!("sessions: {e}"))?
+            .map_err(FakeError::io("the sessions directory"))?
             .count()
             + 1;
         let session = format!("acp-session-{n}");
-        std::fs::write(dir.join(&session), "").map_err(|e| format!("sessions: {e}"))?;
+        std::fs::write(dir.join(&session), "").map_err(FakeError::io("a new session"))?;
         Ok(session)
     }
 
@@ -402,12 +502,15 @@ impl Fake {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(path)
-            .map_err(|e| format!("session {session}: {e}"))?;
-        writeln!(file, "{}", prompt.replace('\n', " ")).map_err(|e| format!("session: {e}"))
+            .map_err(FakeError::io("a session's history"))?;
+        writeln!(file, "{}", prompt.replace('\n', " "))
+            .map_err(FakeError::io("a session's history"))
     }
 
-    /// Sends a permission request; its id.
-    fn ask(&mut self, session: &str, call: &str, options: Value) -> Value {
+    /// Sends a permission request whose tool call names host paths inside
+    /// and outside the workdir; its id.
+    fn ask(&mut self, session: &str, call: &str, options: Value) -> Step<Value> {
+        let (cwd, inside, outside) = host_paths("created.txt")?;
         self.next_id += 1;
         let id = json!(self.next_id);
         self.send(&json!({
@@ -416,12 +519,12 @@ impl Fake {
                 "sessionId": session,
                 "toolCall": { "toolCallId": call, "title": "echo hi > created.txt", "kind": "execute",
                               "status": "pending",
-                              "rawInput": { "command": "echo hi > created.txt" },
-                              "locations": [{ "path": "created.txt" }] },
+                              "rawInput": { "command": "echo hi > created.txt", "cwd": cwd },
+                              "locations": [{ "path": inside }, { "path": outside }] },
                 "options": options,
             },
         }));
-        id
+        Ok(id)
     }
 
     /// Waits for the answer to `id`; `Ok(None)` once `session/cancel`
@@ -432,7 +535,7 @@ impl Fake {
         loop {
             let message = self
                 .next(None)?
-                .ok_or_else(|| "input ended waiting for an answer".to_owned())?;
+                .ok_or(FakeError::InputEnded("waiting for an answer"))?;
             if message["method"] == "session/cancel" {
                 cancelled = true;
                 continue;
@@ -443,7 +546,10 @@ impl Fake {
                 }
                 return Ok(Some(message));
             }
-            return Err(format!("unexpected message while waiting: {message}"));
+            return Err(FakeError::Unexpected {
+                context: "waiting for an answer",
+                message,
+            });
         }
     }
 
@@ -467,7 +573,7 @@ impl Fake {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .spawn()
-            .map_err(|e| format!("shell: {e}"))?;
+            .map_err(FakeError::io("starting a shell"))?;
         self.log(&json!({ "child": child.id() }));
         Ok(())
     }
@@ -500,15 +606,21 @@ impl Fake {
                     &session,
                     "call-w",
                     json!([{ "optionId": "once", "name": "Allow once", "kind": "allow_once" }]),
-                );
+                )?;
                 if let Some(early) = self.next(Some(WITHDRAW_AFTER))? {
-                    return Err(format!("answered before the withdrawal: {early}"));
+                    return Err(FakeError::Unexpected {
+                        context: "before the withdrawal",
+                        message: early,
+                    });
                 }
                 self.send(&json!({ "jsonrpc": "2.0", "method": "$/cancel_request",
                                    "params": { "requestId": asked } }));
                 let answer = self.answer_to(&asked)?.unwrap_or_default();
                 if answer["error"]["code"] != -32800 {
-                    return Err(format!("a withdrawn request was answered with {answer}"));
+                    return Err(FakeError::Unexpected {
+                        context: "the answer to a withdrawn request",
+                        message: answer,
+                    });
                 }
                 said = "withdrawn".to_owned();
                 Ending::Stop("end_turn")
@@ -575,10 +687,14 @@ impl Fake {
                     &session,
                     json!({ "sessionUpdate": "from_the_future", "x": 1 }),
                 );
+                let (_, inside, _) = host_paths("src/lib.rs")?;
+                let step = format!("edit {inside}");
                 self.update(
                     &session,
-                    json!({ "sessionUpdate": "plan", "entries": [
-                        { "content": "step", "priority": "high", "status": "pending" }] }),
+                    json!({ "sessionUpdate": "plan", "_meta": { "secret": "META_SECRET" }, "entries": [
+                        { "content": step, "priority": "high", "status": "pending" },
+                        { "content": "run the tests", "priority": "low", "status": "completed",
+                          "_meta": { "secret": "META_SECRET" } }] }),
                 );
                 self.update(
                     &session,
@@ -595,8 +711,21 @@ impl Fake {
                 self.until_cancelled()?
             }
             Some("paths") => {
-                let cwd = std::env::current_dir().map_err(|e| format!("cwd: {e}"))?;
-                said = format!("see {}", cwd.join("notes.txt").display());
+                let (_, inside, outside) = host_paths("notes.txt")?;
+                self.update(
+                    &session,
+                    json!({ "sessionUpdate": "tool_call", "toolCallId": "call-edit",
+                            "title": "Edit notes.txt", "kind": "edit",
+                            "locations": [{ "path": inside, "line": 1 }, { "path": outside }] }),
+                );
+                self.update(
+                    &session,
+                    json!({ "sessionUpdate": "tool_call", "toolCallId": "call-read",
+                            "title": "Read notes.txt", "kind": "read",
+                            "rawInput": { "path": inside, "also": [outside] },
+                            "locations": [{ "path": inside }] }),
+                );
+                said = format!("see {inside}");
                 Ending::Stop("end_turn")
             }
             Some("error") => Ending::Error,
@@ -658,7 +787,7 @@ impl Fake {
             );
             options.push(json!({ "optionId": "never", "name": "Never", "kind": "reject_always" }));
         }
-        let asked = self.ask(session, "call-1", Value::Array(options));
+        let asked = self.ask(session, "call-1", Value::Array(options))?;
         let Some(answer) = self.answer_to(&asked)? else {
             return Ok(Ending::Stop("cancelled"));
         };
@@ -666,7 +795,7 @@ impl Fake {
         match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
             (Some("selected"), Some(option @ ("once" | "always" | "reject" | "never"))) => {
                 if option == "once" || option == "always" {
-                    std::fs::write("created.txt", "hi\n").map_err(|e| format!("write: {e}"))?;
+                    std::fs::write("created.txt", "hi\n").map_err(FakeError::io("created.txt"))?;
                 }
                 self.update(
                     session,
@@ -677,13 +806,16 @@ impl Fake {
                 Ok(Ending::Stop("end_turn"))
             }
             (Some("cancelled"), _) => self.until_cancelled(),
-            _ => Err(format!("an option that was never offered: {answer}")),
+            _ => Err(FakeError::Unexpected {
+                context: "an option that was never offered",
+                message: answer,
+            }),
         }
     }
 
     /// `storm`: five requests at once, answered in any order.
     fn storm(&mut self, session: &str, said: &mut String) -> Step<Ending> {
-        let asked: Vec<Value> = (1..=5)
+        let asked = (1..=5)
             .map(|n| {
                 self.ask(
                     session,
@@ -692,19 +824,22 @@ impl Fake {
                            { "optionId": format!("p{n}-no"), "name": "Reject", "kind": "reject_once" }]),
                 )
             })
-            .collect();
+            .collect::<Step<Vec<Value>>>()?;
         let mut chosen = BTreeMap::new();
         while chosen.len() < asked.len() {
             let message = self
                 .next(None)?
-                .ok_or_else(|| "input ended in the storm".to_owned())?;
+                .ok_or(FakeError::InputEnded("in the storm"))?;
             if message["method"] == "session/cancel" {
                 // The answers still owed come as `cancelled`, and are
                 // dropped by the main loop.
                 return Ok(Ending::Stop("cancelled"));
             }
             let Some(at) = asked.iter().position(|id| *id == message["id"]) else {
-                return Err(format!("unexpected message in the storm: {message}"));
+                return Err(FakeError::Unexpected {
+                    context: "in the storm",
+                    message,
+                });
             };
             let option = message["result"]["outcome"]["optionId"]
                 .as_str()
@@ -718,6 +853,18 @@ impl Fake {
         );
         Ok(Ending::Stop("end_turn"))
     }
+}
+
+/// The fake's cwd and, as text, the absolute path of `name` in it and one
+/// outside it (`<cwd>/../elsewhere.txt`): host paths as agents report them.
+fn host_paths(name: &str) -> Step<(String, String, String)> {
+    let cwd = std::env::current_dir().map_err(FakeError::io("the working directory"))?;
+    let outside = cwd.parent().unwrap_or(&cwd).join("elsewhere.txt");
+    Ok((
+        cwd.display().to_string(),
+        cwd.join(name).display().to_string(),
+        outside.display().to_string(),
+    ))
 }
 
 /// The fake agent binary, freshly built (see [`crate::binaries`]).

@@ -41,6 +41,7 @@ impl EventClass {
             | EventPayload::ToolStarted { .. }
             | EventPayload::ItemStarted(_)
             | EventPayload::ItemCompleted(_)
+            | EventPayload::PlanUpdated { .. }
             | EventPayload::ProviderError { .. }
             | EventPayload::PermissionFailed { .. }
             | EventPayload::ApprovalObserved(_)

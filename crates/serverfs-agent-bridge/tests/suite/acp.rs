@@ -4,12 +4,17 @@
 //! runtime list show. Lifecycle cases every runtime shares are in
 //! `conformance.rs`.
 
+use std::time::Instant;
+
 use serde_json::{Value, json};
 use serverfs_agent_runtime::TASK_MARKER_VAR;
 use serverfs_testkit::bridge::{
-    Daemon, Setup, WAIT, assert_in_order, count, guards, poll, request_id, wait_workdir_free,
+    Daemon, GONE_LIMIT, Setup, WAIT, assert_in_order, count, guards, mcp_mutation, poll,
+    request_id, wait_workdir_free,
 };
-use serverfs_testkit::mock_acp::{self, Profile, Run, runs};
+use serverfs_testkit::mock_acp::{self, Profile, Run, SLOW_INIT, runs};
+
+use super::daemon_lifecycle::sha256_hex;
 use serverfs_testkit::process::{
     KillOnDrop, await_escaped, is_running, live_with_home, runs_in_group, session_of, stat,
 };
@@ -57,6 +62,22 @@ fn task_runs(setup: &Setup) -> Vec<Run> {
 
 fn fake_processes(setup: &Setup) -> Vec<u32> {
     live_with_home("fake-acp", setup.root())
+}
+
+/// Waits until no agent process of `setup` is left, `after` what.
+fn wait_no_fake_process(setup: &Setup, after: &str) {
+    poll(
+        GONE_LIMIT,
+        &format!("no agent process after {after}"),
+        || fake_processes(setup).is_empty().then_some(()),
+    );
+}
+
+/// Whether the Bridge waited for the slow agent ([`SLOW_INIT`]) rather than
+/// keeping its own bound: far more than the bound and its stop take, far
+/// less than the agent's answer.
+fn kept_its_bound(started: Instant) -> bool {
+    started.elapsed() < SLOW_INIT / 2
 }
 
 /// Every event of `task` as one JSON text, for absence checks.
@@ -281,30 +302,52 @@ fn a_turn_speaks_acp_v1_as_the_smallest_client() {
 
 #[test]
 fn a_handshake_the_bridge_cannot_use_fails_the_task() {
-    for (knob, value, code, message) in [
+    // The last column: whether `initialize` itself succeeded (and so the
+    // capabilities were measured).
+    for (knob, value, code, message, initialized) in [
         (
             "FAKE_ACP_PROTOCOL",
             "2",
             "AGENT_RUNTIME_UNAVAILABLE",
             "acp-mock speaks ACP protocol version 2, the Bridge only version 1",
+            false,
         ),
         (
             "FAKE_ACP_INIT",
             "fail",
             "AGENT_PROVIDER_ERROR",
             "acp-mock refused initialize (JSON-RPC error -32603)",
+            false,
         ),
         (
             "FAKE_ACP_INIT",
             "exit",
             "AGENT_PROVIDER_DISCONNECTED",
             "acp-mock exited or closed its output during initialize",
+            false,
+        ),
+        // Valid JSON of the wrong shape: a bounded error of our own, not
+        // the agent's text.
+        (
+            "FAKE_ACP_INIT",
+            "malformed",
+            "AGENT_PROVIDER_ERROR",
+            "acp-mock answered initialize with an unreadable result",
+            false,
+        ),
+        (
+            "FAKE_ACP_NEW",
+            "malformed",
+            "AGENT_PROVIDER_ERROR",
+            "acp-mock answered session/new with an unreadable result",
+            true,
         ),
         (
             "FAKE_ACP_AUTH",
             "required",
             "AGENT_RUNTIME_NOT_READY",
             "acp-mock requires authentication",
+            true,
         ),
     ] {
         let (bridge, setup) = start(Profile::new().env(knob, value));
@@ -315,18 +358,82 @@ fn a_handshake_the_bridge_cannot_use_fails_the_task() {
         assert!(said.starts_with(message), "{knob}={value}: {said}");
         assert_eq!(
             listed(&bridge)["capability_state"],
-            if knob == "FAKE_ACP_AUTH" {
+            if initialized {
                 "measured"
             } else {
                 "unmeasured"
-            }
+            },
+            "{knob}={value}"
+        );
+        assert_eq!(
+            count(&bridge.event_types(&task), "turn.started"),
+            0,
+            "{knob}={value}: never prompted"
         );
         wait_workdir_free(&setup, "a refused handshake");
+        wait_no_fake_process(&setup, "a refused handshake");
     }
+    // The probe reports a malformed handshake the same way.
+    let malformed = mock_acp::bridge_setup(&[Profile::new().env("FAKE_ACP_INIT", "malformed")]);
+    let (status, stdout, _) = malformed.run(&["probe"]);
+    assert!(!status.success(), "{stdout}");
+    assert_eq!(
+        stdout.trim(),
+        "acp-mock: probe failed: AGENT_PROVIDER_ERROR: acp-mock answered initialize with an \
+         unreadable result"
+    );
+    wait_no_fake_process(&malformed, "a malformed probe");
     // Stray lines before the answer cost nothing.
     let (bridge, _setup) = start(Profile::new().env("FAKE_ACP_INIT", "garbage"));
     let task = submit(&bridge, "hello");
     bridge.wait_status(&task, "succeeded");
+}
+
+#[test]
+fn a_slow_handshake_fails_the_probe_and_the_task_within_their_bounds() {
+    // The agent would answer `initialize` only after SLOW_INIT.
+    let slow = || Profile::new().env("FAKE_ACP_INIT", "slow");
+    // A probe is bounded as a whole.
+    let setup = mock_acp::bridge_setup(&[slow().with("probe_timeout_seconds = 0.5")]);
+    let started = Instant::now();
+    let (status, stdout, _) = setup.run(&["probe"]);
+    assert!(!status.success(), "{stdout}");
+    assert_eq!(
+        stdout.trim(),
+        "acp-mock: probe failed: AGENT_PROVIDER_DISCONNECTED: acp-mock did not finish its probe \
+         in time"
+    );
+    assert!(kept_its_bound(started), "the probe waited for the agent");
+    wait_no_fake_process(&setup, "a probe past its bound");
+    let bridge = setup.start_serving();
+    assert_eq!(listed(&bridge)["capability_state"], "unmeasured");
+    drop(bridge);
+
+    // A task's handshake is one request, bounded as every request.
+    let (bridge, setup) = start(
+        slow()
+            .with("request_timeout_seconds = 0.5")
+            .with("shutdown_timeout_seconds = 0.5"),
+    );
+    let started = Instant::now();
+    let task = submit(&bridge, "hello");
+    let view = bridge.wait_status(&task, "failed");
+    assert!(kept_its_bound(started), "the task waited for the agent");
+    assert_eq!(view["error_code"], "AGENT_PROVIDER_DISCONNECTED", "{view}");
+    assert_eq!(
+        view["error_message"],
+        "acp-mock did not answer initialize in time"
+    );
+    wait_workdir_free(&setup, "a handshake past its bound");
+    wait_no_fake_process(&setup, "a handshake past its bound");
+    assert_eq!(
+        runs(setup.root())
+            .iter()
+            .map(Run::methods)
+            .collect::<Vec<_>>(),
+        [["initialize"]],
+        "nothing but the handshake"
+    );
 }
 
 /// Runs "first prompt", then a continuation of it asking the agent for
@@ -765,6 +872,82 @@ fn an_idempotent_retry_runs_one_turn() {
     assert_eq!(first, again);
     bridge.wait_status(&first, "succeeded");
     assert_eq!(task_runs(&setup).len(), 1);
+    // The same key for another request is a conflict, never a second
+    // turn, nor the first task's answer.
+    for change in [
+        json!({ "prompt": "something else" }),
+        json!({ "model": "mock/b" }),
+        json!({ "path": "sub" }),
+    ] {
+        let mut params =
+            json!({ "runtime": "acp-mock", "prompt": "once only", "idempotency_key": "k-1" });
+        for (key, value) in change.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        let refused = bridge.submit_with(params).map_err(|error| error.code);
+        assert_eq!(
+            refused,
+            Err("AGENT_IDEMPOTENCY_CONFLICT".to_owned()),
+            "{change}"
+        );
+    }
+    assert_eq!(
+        runs(setup.root()).len(),
+        1,
+        "no agent started for a conflict"
+    );
+}
+
+#[test]
+fn the_task_deadline_bounds_the_prompt() {
+    let (bridge, setup) = start_with(Profile::new(), |setup| {
+        setup.agent("task_timeout_seconds", "1")
+    });
+    // `wait` runs until it is cancelled.
+    let task = submit(&bridge, "wait");
+    let view = bridge.wait_status(&task, "interrupted");
+    assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
+    wait_workdir_free(&setup, "a task past its deadline");
+    wait_no_fake_process(&setup, "a task past its deadline");
+    let run = &task_runs(&setup)[0];
+    assert_eq!(
+        run.methods()[run.methods().len() - 2..],
+        ["session/prompt", "session/cancel"],
+        "the agent was told to stop its turn"
+    );
+    assert_eq!(count(&bridge.event_types(&task), "task.interrupted"), 1);
+}
+
+#[test]
+fn a_second_writer_is_refused_while_an_acp_task_holds_the_workdir() {
+    let (bridge, setup) = start(Profile::new());
+    let task = submit(&bridge, "wait");
+    poll(WAIT, "the turn to start", || {
+        (count(&bridge.event_types(&task), "turn.started") > 0).then_some(())
+    });
+    let refused = bridge
+        .submit_with(json!({ "runtime": "acp-mock", "prompt": "second writer" }))
+        .map_err(|error| error.code);
+    assert_eq!(refused, Err("WORKDIR_BUSY".to_owned()));
+    assert_eq!(
+        mcp_mutation(&setup),
+        Err("WORKDIR_BUSY"),
+        "nor may ServerFS write"
+    );
+    let holders: Vec<String> = guards(&setup).into_iter().map(|(task, _)| task).collect();
+    assert_eq!(holders, [task.as_str()]);
+    assert_eq!(
+        runs(setup.root()).len(),
+        1,
+        "the refused writer started no agent"
+    );
+    bridge.ok("task.cancel", json!({ "task_id": task }));
+    wait_workdir_free(&setup, "the writer's cancel");
+    let second = submit(&bridge, "second writer");
+    assert_eq!(
+        bridge.wait_status(&second, "succeeded")["final_response"],
+        "done:second writer"
+    );
 }
 
 // --- events and results --------------------------------------------------------
@@ -778,6 +961,14 @@ fn events_are_bounded_redacted_and_free_of_raw_acp() {
     for raw in ["META_SECRET", "_meta", "from_the_future", "usage"] {
         assert!(!events.contains(raw), "{raw} in {events}");
     }
+    // The plan, as typed entries, its host path redacted.
+    assert_eq!(
+        bridge.payloads(&task, "plan.updated"),
+        [json!({ "entries": [
+            { "content": "edit <workdir>/src/lib.rs", "status": "pending", "priority": "high" },
+            { "content": "run the tests", "status": "completed", "priority": "low" },
+        ]})]
+    );
 
     let task = submit(&bridge, "paths");
     let view = bridge.wait_status(&task, "succeeded");
@@ -794,6 +985,80 @@ fn events_are_bounded_redacted_and_free_of_raw_acp() {
         !bridge.stderr().contains("sk-fake-stderr-secret"),
         "copied into the Bridge's log"
     );
+}
+
+#[test]
+fn no_host_path_reaches_the_client() {
+    let (bridge, setup) = start(Profile::new());
+    let root = setup.root().to_str().unwrap().to_owned();
+    // A permission request whose tool call names the cwd, a file in it
+    // and one outside it.
+    let task = submit(&bridge, "approval");
+    let pending = bridge.wait_pending(&task);
+    let payload = &pending["payload"];
+    assert_eq!(
+        payload["file_changes"],
+        json!([{ "path": "created.txt" }, { "path": "<outside-workdir>" }]),
+        "{payload}"
+    );
+    assert_eq!(
+        payload["tool_input"],
+        json!({ "command": "echo hi > created.txt", "cwd": "." })
+    );
+    let view = bridge.task(&task);
+    assert!(!view.to_string().contains(&root), "{view}");
+    choose(&bridge, &task, "deny", Some("reject")).unwrap();
+    bridge.wait_status(&task, "succeeded");
+    let events = events_text(&bridge, &task);
+    assert!(!events.contains(&root), "{events}");
+
+    // Tool calls naming the same paths, as locations and as input.
+    let task = submit(&bridge, "paths");
+    bridge.wait_status(&task, "succeeded");
+    assert_eq!(
+        bridge.payloads(&task, "file_change.started"),
+        [json!({ "tool": "edit", "tool_use_id": "call-edit",
+                 "input": { "paths": ["notes.txt", "<outside-workdir>"] } })]
+    );
+    assert_eq!(
+        bridge.payloads(&task, "tool.started"),
+        [json!({ "tool": "read", "tool_use_id": "call-read",
+                 "input": { "path": "notes.txt", "also": ["<outside-workdir>"] } })]
+    );
+    let events = events_text(&bridge, &task);
+    assert!(!events.contains(&root), "{events}");
+}
+
+#[test]
+fn a_large_result_is_spooled_and_read_back_whole() {
+    let (bridge, _setup) = start(Profile::new());
+    // 2 MiB of `x`, over the default spool threshold of 256 KiB.
+    let task = submit(&bridge, "huge");
+    let view = bridge.wait_status(&task, "succeeded");
+    let expected = "x".repeat(2 * 1024 * 1024);
+    let digest = sha256_hex(expected.as_bytes());
+    assert_eq!(view["result"]["storage"], "spool", "{}", view["result"]);
+    assert_eq!(view["result"]["size_bytes"], expected.len());
+    assert_eq!(view["result"]["sha256"], digest.as_str());
+    assert_eq!(view["final_response_truncated"], true);
+    assert_eq!(
+        bridge.payloads(&task, "task.result_spooled"),
+        [json!({ "size_bytes": expected.len(), "sha256": digest })]
+    );
+    let mut read = String::new();
+    loop {
+        let chunk = bridge.ok(
+            "task.result.read",
+            json!({ "task_id": task, "offset_bytes": read.len(), "max_bytes": 65_536 }),
+        );
+        read.push_str(chunk["text"].as_str().unwrap());
+        if chunk["eof"] == true {
+            break;
+        }
+        assert!(read.len() <= expected.len(), "read past the result");
+    }
+    assert_eq!(sha256_hex(read.as_bytes()), digest);
+    assert!(read == expected, "the result read back differs");
 }
 
 #[test]
@@ -819,22 +1084,37 @@ fn a_huge_message_is_cut_in_its_event_but_not_in_the_result() {
 
 // --- models ----------------------------------------------------------------------
 
-#[test]
-fn models_come_from_the_sessions_model_selector() {
-    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", "1"));
+/// A Bridge whose agent offers its models as `FAKE_ACP_MODELS=knob` says,
+/// once their catalog was listed: it came from `source` and lists the
+/// fake's two models, and the runtime list, conservative before, now
+/// reports the override. The catalog.
+fn listed_models(knob: &str, source: &str) -> (Daemon, Setup, Value) {
+    let (bridge, setup) = start(Profile::new().env("FAKE_ACP_MODELS", knob));
     assert_eq!(listed(&bridge)["model_override"], false, "unmeasured");
     let catalog = bridge.ok("runtime.models", json!({ "runtime": "acp-mock" }));
     assert_eq!(catalog["status"], "ok", "{catalog}");
-    assert_eq!(catalog["source"], "acp_session_config");
+    assert_eq!(catalog["source"], source, "{catalog}");
     let models: Vec<(&str, bool)> = catalog["models"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no models: {catalog}"))
         .iter()
-        .map(|m| (m["id"].as_str().unwrap(), m["is_default"] == true))
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap_or_default(),
+                m["is_default"] == true,
+            )
+        })
         .collect();
     assert_eq!(models, [("mock/a", true), ("mock/b", false)]);
-    assert_eq!(listed(&bridge)["model_override"], true);
-    assert_eq!(listed(&bridge)["model_discovery"], "runtime_catalog");
+    let runtime = listed(&bridge);
+    assert_eq!(runtime["model_override"], true, "{runtime}");
+    assert_eq!(runtime["model_discovery"], "runtime_catalog", "{runtime}");
+    (bridge, setup, catalog)
+}
+
+#[test]
+fn models_come_from_the_sessions_model_selector() {
+    let (bridge, setup, _) = listed_models("1", "acp_session_config");
     assert_eq!(
         runs(setup.root())[0].methods(),
         ["initialize", "session/new"],
@@ -872,6 +1152,73 @@ fn models_come_from_the_sessions_model_selector() {
         0,
         "never prompted"
     );
+}
+
+#[test]
+fn models_come_from_a_models_list_when_that_is_what_the_agent_offers() {
+    let (bridge, setup, catalog) = listed_models("list", "acp_session_models");
+    assert_eq!(catalog["models"][1]["display_name"], "Mock B");
+
+    // An override for one task, through session/set_model.
+    let task = submit_with(&bridge, json!({ "prompt": "pick", "model": "mock/b" }));
+    assert_eq!(
+        bridge.wait_status(&task, "succeeded")["final_response"],
+        "done:pick model=mock/b"
+    );
+    let run = task_runs(&setup).remove(0);
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "session/new",
+            "session/set_model",
+            "session/prompt"
+        ]
+    );
+    assert_eq!(
+        run.params("session/set_model"),
+        Some(&json!({ "sessionId": "acp-session-2", "modelId": "mock/b" }))
+    );
+    // The next task has the agent's own default.
+    let task = submit(&bridge, "plain");
+    assert_eq!(
+        bridge.wait_status(&task, "succeeded")["final_response"],
+        "done:plain"
+    );
+    assert_eq!(
+        task_runs(&setup)[1].methods(),
+        ["initialize", "session/new", "session/prompt"]
+    );
+    // A model the list does not name is refused before the agent is
+    // asked: its answer to set_model could not show a fallback.
+    let task = submit_with(&bridge, json!({ "prompt": "pick", "model": "mock/zzz" }));
+    let view = bridge.wait_status(&task, "failed");
+    assert_eq!(view["error_code"], "AGENT_PROVIDER_ERROR", "{view}");
+    assert_eq!(
+        view["error_message"],
+        "acp-mock does not offer the model; list_agent_models shows the models it does"
+    );
+    assert_eq!(count(&bridge.event_types(&task), "turn.started"), 0);
+    let refused = runs(setup.root()).pop().unwrap();
+    assert_eq!(
+        refused.methods(),
+        ["initialize", "session/new"],
+        "never asked, never prompted"
+    );
+    wait_no_fake_process(&setup, "a refused model");
+}
+
+#[test]
+fn the_stable_config_option_is_preferred_over_a_models_list() {
+    let (bridge, setup, _) = listed_models("both", "acp_session_config");
+    let task = submit_with(&bridge, json!({ "prompt": "pick", "model": "mock/b" }));
+    assert_eq!(
+        bridge.wait_status(&task, "succeeded")["final_response"],
+        "done:pick model=mock/b"
+    );
+    let run = task_runs(&setup).remove(0);
+    assert!(run.params("session/set_config_option").is_some());
+    assert_eq!(run.params("session/set_model"), None, "{:?}", run.methods());
 }
 
 #[test]

@@ -20,7 +20,8 @@ use serverfs_testkit::bridge::{
 /// A task id that is well-formed but never issued.
 const UNKNOWN_TASK: &str = "agt_000000000000000000000000";
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// The SHA-256 of `bytes`, lowercase hex, as the Bridge reports results.
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))

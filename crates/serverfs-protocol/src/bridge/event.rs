@@ -207,6 +207,43 @@ pub enum ReconcileStatus {
     Unknown,
 }
 
+/// One step of an agent's plan (`plan.updated`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanEntry {
+    /// What the step is, redacted; the adapter may cut it (the event's
+    /// `truncated` then says so).
+    pub content: String,
+    /// How far the agent got with it.
+    pub status: PlanEntryStatus,
+    /// How much it matters to the agent.
+    pub priority: PlanEntryPriority,
+}
+
+/// Where a [`PlanEntry`] stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanEntryStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// How much a [`PlanEntry`] matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanEntryPriority {
+    /// Critical to the goal.
+    High,
+    /// Important, not critical.
+    Medium,
+    /// Nice to have.
+    Low,
+}
+
 macro_rules! bridge_events {
     ($( $(#[$doc:meta])* $variant:ident => $wire:literal $body:tt, )+) => {
         /// An event's type and payload, adjacently tagged as
@@ -306,6 +343,16 @@ bridge_events! {
     ItemStarted => "item.started" (Map<String, Value>),
     /// A provider item completed (Codex): `{type, …}` as the provider reports it.
     ItemCompleted => "item.completed" (Map<String, Value>),
+    /// The agent's plan for the turn as it stands now (ACP): each event
+    /// replaces the one before. Bounded by the adapter: entries beyond its
+    /// limit or of a kind it does not know are left out, and long ones cut.
+    PlanUpdated => "plan.updated" {
+        /// The steps, in the agent's order.
+        entries: Vec<PlanEntry>,
+        /// Whether entries were left out or cut. Absent when false.
+        #[serde(default, skip_serializing_if = "is_false")]
+        truncated: bool,
+    },
     /// The provider reported an error.
     ProviderError => "provider.error" {
         /// The provider's message, redacted.

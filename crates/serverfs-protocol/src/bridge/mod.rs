@@ -81,8 +81,8 @@ mod task;
 pub use envelope::{RejectedRequest, Request, RequestEnvelope, Response};
 pub use error::{BridgeErrorCode, ErrorBody, ProtocolError};
 pub use event::{
-    BridgeEvent, EVENT_SCHEMA_VERSION, EventPayload, ReconcileStatus, TaskEventsParams,
-    TaskEventsResult,
+    BridgeEvent, EVENT_SCHEMA_VERSION, EventPayload, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    ReconcileStatus, TaskEventsParams, TaskEventsResult,
 };
 pub use field::LiteralTrue;
 pub use frame::{FrameDecoder, FrameTooLarge, MAX_FRAME_BYTES};

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use serverfs_protocol::bridge::{
     ApprovalDecision, ApprovalResolution, BridgeErrorCode, BridgeEvent, EVENT_SCHEMA_VERSION,
-    EventPayload, InteractionKind, ReconcileStatus, ResultStorage, TaskEventsResult,
+    EventPayload, InteractionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus, ReconcileStatus,
+    ResultStorage, TaskEventsResult,
 };
 
 use super::{folds, object, pin, refuses};
@@ -72,6 +73,27 @@ fn samples() -> Vec<(EventPayload, Value)> {
         (
             EventPayload::ItemCompleted(object(json!({ "type": "agentMessage", "text": "hi" }))),
             json!({ "type": "agentMessage", "text": "hi" }),
+        ),
+        (
+            EventPayload::PlanUpdated {
+                entries: vec![
+                    PlanEntry {
+                        content: "read the tests".into(),
+                        status: PlanEntryStatus::Completed,
+                        priority: PlanEntryPriority::High,
+                    },
+                    PlanEntry {
+                        content: "fix the parser".into(),
+                        status: PlanEntryStatus::InProgress,
+                        priority: PlanEntryPriority::Low,
+                    },
+                ],
+                truncated: true,
+            },
+            json!({ "entries": [
+                { "content": "read the tests", "status": "completed", "priority": "high" },
+                { "content": "fix the parser", "status": "in_progress", "priority": "low" },
+            ], "truncated": true }),
         ),
         (
             EventPayload::ProviderError {
@@ -229,6 +251,7 @@ fn event_types_are_pinned() {
             "tool.started",
             "item.started",
             "item.completed",
+            "plan.updated",
             "provider.error",
             "permission.failed",
             "approval.advice",
@@ -343,6 +366,32 @@ fn payloads_are_strict() {
     refuses::<EventPayload>(json!({
         "event_type": "task.started", "payload": { "runtime": "codex" }, "extra": 1
     }));
+    // A plan's entries are typed: no raw ACP (`_meta`, unknown statuses).
+    let entry = json!({ "content": "step", "status": "pending", "priority": "medium" });
+    let mut with_meta = object(entry.clone());
+    with_meta.insert("_meta".into(), json!({}));
+    let mut unknown_status = object(entry.clone());
+    unknown_status.insert("status".into(), json!("skipped"));
+    for bad in [
+        json!({ "entries": [with_meta] }),
+        json!({ "entries": [unknown_status] }),
+        json!({ "entries": [entry], "truncated": null }),
+        json!({}),
+    ] {
+        refuses::<BridgeEvent>(envelope("plan.updated", bad));
+    }
+}
+
+#[test]
+fn an_untruncated_plan_says_nothing_of_it() {
+    let plan = EventPayload::PlanUpdated {
+        entries: Vec::new(),
+        truncated: false,
+    };
+    pin(
+        &plan,
+        json!({ "event_type": "plan.updated", "payload": { "entries": [] } }),
+    );
 }
 
 #[test]

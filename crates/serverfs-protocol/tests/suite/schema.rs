@@ -13,17 +13,7 @@ fn committed_schemas_match_the_types() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema");
     let generated = json_schemas();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        std::fs::create_dir_all(&dir).unwrap();
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|ext| ext == "json") {
-                std::fs::remove_file(path).unwrap();
-            }
-        }
-        for (name, schema) in &generated {
-            let text = serde_json::to_string_pretty(schema).unwrap() + "\n";
-            std::fs::write(dir.join(name), text).unwrap();
-        }
+        refresh(&dir, &generated);
     }
 
     let committed: BTreeSet<String> = std::fs::read_dir(&dir)
@@ -46,6 +36,37 @@ fn committed_schemas_match_the_types() {
                  refresh with: {REFRESH}"
             );
         }
+    }
+}
+
+/// Rewrites `dir` to hold exactly `generated`: a file whose schema did
+/// not change is left as it is, and a changed one is written with its keys
+/// sorted. The comparison ignores key order, and the order serde_json
+/// keeps depends on which crates a build unifies its features with, so
+/// this way a refresh shows only the schemas that changed.
+fn refresh(dir: &Path, generated: &[(String, schemars::Schema)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let published = generated
+            .iter()
+            .any(|(name, _)| path.file_name().is_some_and(|file| file == name.as_str()));
+        if path.extension().is_some_and(|ext| ext == "json") && !published {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    for (name, schema) in generated {
+        let path = dir.join(name);
+        let committed: Option<Value> = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok());
+        if committed.as_ref() == Some(schema.as_value()) {
+            continue;
+        }
+        let mut schema = schema.as_value().clone();
+        schema.sort_all_objects();
+        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        std::fs::write(path, text).unwrap();
     }
 }
 

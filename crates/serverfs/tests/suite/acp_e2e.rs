@@ -6,8 +6,8 @@
 //! | agent | package (pinned by the script) | model dialect | profile |
 //! |---|---|---|---|
 //! | OpenCode | `opencode-ai`, `opencode acp` | OpenAI Chat Completions (`@ai-sdk/openai-compatible`) | `acp-opencode`, "always" session-scoped |
-//! | codex-acp | `@zed-industries/codex-acp` | OpenAI Responses (Codex's provider config) | `acp-codex`, "always" not offered (an exec-policy rule) |
-//! | claude-agent-acp | `@agentclientprotocol/claude-agent-acp` | Anthropic Messages | `acp-claude`, "always" not offered (a settings rule) |
+//! | codex-acp | `@zed-industries/codex-acp` | OpenAI Responses (Codex's provider config) | `acp-codex-acp`, "always" not offered (an exec-policy rule) |
+//! | claude-agent-acp | `@agentclientprotocol/claude-agent-acp` | Anthropic Messages | `acp-claude-acp`, "always" not offered (a settings rule) |
 //!
 //! These tests need the real agents and run only when
 //! `SERVERFS_E2E_OPENCODE`, `SERVERFS_E2E_CODEX_ACP` and
@@ -85,8 +85,8 @@ impl Agent {
     fn runtime(self) -> &'static str {
         match self {
             Agent::OpenCode => "acp-opencode",
-            Agent::CodexAcp => "acp-codex",
-            Agent::ClaudeAgentAcp => "acp-claude",
+            Agent::CodexAcp => "acp-codex-acp",
+            Agent::ClaudeAgentAcp => "acp-claude-acp",
         }
     }
 
@@ -229,7 +229,7 @@ impl Agent {
             ),
             Agent::CodexAcp => (
                 format!(
-                    "{{ id = \"codex\", command = {command}, env_passthrough = [\"MOCK_API_KEY\"] }}"
+                    "{{ id = \"codex-acp\", command = {command}, env_passthrough = [\"MOCK_API_KEY\"] }}"
                 ),
                 vec![("MOCK_API_KEY", "dummy".to_owned())],
             ),
@@ -244,7 +244,7 @@ impl Agent {
                 };
                 (
                     format!(
-                        "{{ id = \"claude\", command = {command}, \
+                        "{{ id = \"claude-acp\", command = {command}, \
                          env_passthrough = [\"ANTHROPIC_BASE_URL\", \"ANTHROPIC_API_KEY\"], \
                          env = {{ CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", \
                          DISABLE_AUTOUPDATER = \"1\", DISABLE_TELEMETRY = \"1\"{sandbox} }} }}"
