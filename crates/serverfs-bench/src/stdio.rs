@@ -3,8 +3,9 @@
 //! but `serde_json`. Both servers are measured through it, so a client
 //! library's own cost does not dilute the servers' difference.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -30,13 +31,47 @@ impl StdioServer {
     /// Spawns `program args…` with `env` added, then initializes and lists
     /// the tools.
     pub fn spawn(program: &str, args: &[String], env: &[(&str, &str)]) -> Result<Self, String> {
+        Self::spawn_with_stderr(program, args, env, Stdio::null())
+    }
+
+    /// [`spawn`](Self::spawn)s serverfs and reads the audit lines it logs
+    /// on stderr.
+    pub fn spawn_audited(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Result<(Self, AuditLines), String> {
+        let mut server = Self::spawn_with_stderr(program, args, env, Stdio::piped())?;
+        let stderr = server.child.stderr.take().ok_or("no stderr pipe")?;
+        let (send, receive) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let read_at = Instant::now();
+                let Ok(log) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if log["event"] == "tool_call" && send.send((read_at, log)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok((server, AuditLines(receive)))
+    }
+
+    fn spawn_with_stderr(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Result<Self, String> {
         let started = Instant::now();
         let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .map_err(|e| format!("spawning {program}: {e}"))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -77,9 +112,26 @@ impl StdioServer {
     }
 
     fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.start(method, params)?;
+        self.answer(id, method)
+    }
+
+    /// Sends a request without waiting for its answer; its id.
+    pub fn start(&mut self, method: &str, params: Value) -> Result<u64, String> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        Ok(id)
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Reads until the answer to request `id` (of `method`), skipping what
+    /// else the server sends.
+    fn answer(&mut self, id: u64, method: &str) -> Result<Value, String> {
         loop {
             let line = self.line()?;
             let message: Value = serde_json::from_slice(&line)
@@ -131,6 +183,20 @@ impl StdioServer {
             }
             self.pending.extend_from_slice(&chunk[..read]);
         }
+    }
+}
+
+/// The `tool_call` audit lines a server logs, each with the moment it was
+/// read: when a call ended, even one that gets no answer (a cancelled one).
+pub struct AuditLines(Receiver<(Instant, Value)>);
+
+impl AuditLines {
+    /// The next audit line, waiting at most [`ANSWER_TIMEOUT`].
+    pub fn next(&self) -> Result<(Instant, Value), String> {
+        self.0.recv_timeout(ANSWER_TIMEOUT).map_err(|e| match e {
+            RecvTimeoutError::Timeout => format!("no audit line within {ANSWER_TIMEOUT:?}"),
+            RecvTimeoutError::Disconnected => "the server closed its stderr".to_owned(),
+        })
     }
 }
 
