@@ -59,7 +59,11 @@ impl Setup {
 /// audit line of every call is written, as in a deployment).
 pub const SERVERFS_ENV: &[(&str, &str)] = &[("SERVERFS_MAX_SEARCH_RESULTS", "10000")];
 
-/// Runs every measurement and returns the table rows.
+/// How a section measures its rows.
+type SectionRows = fn(&Setup) -> Result<Vec<Row>, String>;
+
+/// Runs the measurements of the sections asked for (all by default) and
+/// returns the table rows.
 pub fn run(args: &Args) -> Result<Vec<Row>, String> {
     let corpora = corpus::prepare(&args.corpus, args.quick).map_err(|e| format!("corpus: {e}"))?;
     let serverfs = path_str(&args.serverfs)?;
@@ -87,7 +91,7 @@ pub fn run(args: &Args) -> Result<Vec<Row>, String> {
         calls: args.calls,
         corpora,
     };
-    let sections: [(Section, fn(&Setup) -> Result<Vec<Row>, String>); 5] = [
+    let sections: [(Section, SectionRows); 5] = [
         (Section::Search, crate::search::rows),
         (Section::Calls, crate::calls::rows),
         (Section::Bigfile, crate::bigfile::rows),
