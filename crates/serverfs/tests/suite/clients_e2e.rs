@@ -44,9 +44,13 @@
 //! results of its earlier calls. The Python client's model does read them
 //! out of the text it gets.
 //!
+//! mcp-remote, the stdio-to-HTTP bridge that docs/clients.md gives Claude
+//! Desktop for ServerFS over HTTP, is driven by the Inspector (a stdio
+//! client, as Claude Desktop is) with the bearer header in a file.
+//!
 //! Each client runs only when its variable names it
 //! (`SERVERFS_E2E_CLAUDE`, `SERVERFS_E2E_CODEX`, `SERVERFS_E2E_INSPECTOR`,
-//! `SERVERFS_E2E_PYTHON_SDK`); `scripts/e2e-clients.sh` installs the pinned
+//! `SERVERFS_E2E_MCP_REMOTE`, `SERVERFS_E2E_PYTHON_SDK`); `scripts/e2e-clients.sh` installs the pinned
 //! packages and runs this suite.
 
 use std::collections::BTreeMap;
@@ -909,6 +913,70 @@ async fn the_mcp_inspector_lists_and_calls_every_tool_without_a_warning() {
     inspect_call(&inspector, &agents, "read_agent_task_events", events).await;
     let cancelled = inspect_call(&inspector, &agents, "cancel_agent_task", task).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+}
+
+fn mcp_remote() -> Option<PathBuf> {
+    agent_cli("SERVERFS_E2E_MCP_REMOTE", "scripts/e2e-clients.sh")
+}
+
+/// Claude Desktop's entry for ServerFS over HTTP (docs/clients.md): the
+/// stdio client starts `mcp-remote URL --header-file FILE`, which speaks
+/// Streamable HTTP to ServerFS with the file's bearer header. The header
+/// goes in a file because a header argument with a space is split by
+/// clients that rebuild the command line (the Inspector's CLI does: the
+/// server then sees no token).
+#[tokio::test]
+async fn mcp_remote_bridges_a_stdio_client_to_serverfs_over_http() {
+    let (Some(inspector), Some(mcp_remote)) = (inspector(), mcp_remote()) else {
+        return;
+    };
+    let t = TempWorkdir::new();
+    t.file("notes.txt", "one\ntwo\n");
+    let spec = format!("demo={}", t.root().display());
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let token = create_token(&tokens, "desktop");
+    let server = HttpServe::start(
+        &["--workdir", &spec],
+        &[("SERVERFS_TOKEN_FILE", tokens.to_str().unwrap())],
+    )
+    .await;
+    let headers = dir.path().join("headers.txt");
+    std::fs::write(&headers, format!("Authorization: Bearer {token}\n")).unwrap();
+    // mcp-remote keeps its state under HOME: a throw-away one.
+    let home = format!("HOME={}", dir.path().display());
+    let bridge = [
+        "-e",
+        &home,
+        mcp_remote.to_str().unwrap(),
+        &server.url,
+        "--header-file",
+        headers.to_str().unwrap(),
+        "--silent",
+    ];
+    // mcp-remote notes on stderr that it loaded the header file: not a
+    // complaint, but no schema warning may be among its lines.
+    let list = ["--method", "tools/list", "--strict"];
+    let (listed, said) = inspect_with_complaints(&inspector, &[&bridge[..], &list].concat()).await;
+    assert_eq!(
+        listed["tools"].as_array().map(Vec::len),
+        Some(11),
+        "{listed}"
+    );
+    assert_no_schema_warning("mcp-remote", &said.join("\n"));
+    let read = r#"{"workdir": "demo", "path": "notes.txt"}"#;
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_text_file",
+        "--tool-args-json",
+        read,
+    ];
+    let (result, said) = inspect_with_complaints(&inspector, &[&bridge[..], &call].concat()).await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structuredContent"]["lines_returned"], 2, "{result}");
+    assert_no_schema_warning("mcp-remote", &said.join("\n"));
 }
 
 /// The stub's `tools/list` answer, asked of it directly.
