@@ -60,7 +60,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use serverfs_testkit::{MockModel, Reply, Rule, Script, TempWorkdir};
 
-use crate::common::e2e::{agent_cli, toml_path};
+use crate::common::e2e::{agent_cli, codex_mock_provider, toml_path};
 
 use crate::common::{Server, binary};
 use crate::common_clients::{HttpServe, create_token};
@@ -512,15 +512,10 @@ async fn codex_exec(
 ) -> (String, String) {
     let codex_home = home.join("codex-home");
     std::fs::create_dir(&codex_home).unwrap();
+    let provider = codex_mock_provider(model);
     std::fs::write(
         codex_home.join("config.toml"),
-        format!(
-            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\n\
-             [model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\n\
-             wire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n\n{config}",
-            model.base_url()
-        ),
+        format!("{provider}env_key = \"MOCK_API_KEY\"\n\n{config}"),
     )
     .unwrap();
     let work = home.join("work");
