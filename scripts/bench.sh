@@ -5,7 +5,7 @@
 # HTTP round trips (MCP over HTTP with 1, 8 and 32 clients). Installs what
 # it needs: Debian's ripgrep and the reference server from the npm registry
 # (into target/). Extra arguments go to serverfs-bench (e.g. --quick,
-# --runs 9).
+# --runs 9, --only cancel for how soon a cancelled search ends).
 #
 # `scripts/bench.sh bridge [--quick]` benchmarks the Agent Bridge daemon
 # instead (RPC round trips and submit -> first event over its socket); it

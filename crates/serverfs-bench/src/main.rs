@@ -9,7 +9,8 @@
 //! filesystem server for per-call latency, cold start (`calls.rs`) and
 //! the big log's pages and memory (`bigfile.rs`); `GET /healthz` on the
 //! same connections for MCP over HTTP, and stdio for HTTP's overhead
-//! (`http.rs`). Every figure is measured in interleaved rounds
+//! (`http.rs`); the anchor of a cancelled search is the same search left to
+//! finish (`cancel.rs`). Every figure is measured in interleaved rounds
 //! (`measure.rs`); the table shows medians and the median of the paired
 //! ratios.
 //!
@@ -24,6 +25,7 @@
 mod bigfile;
 mod bridge;
 mod calls;
+mod cancel;
 mod corpus;
 mod http;
 mod measure;
@@ -72,6 +74,24 @@ pub struct Args {
     /// quick look.
     #[arg(long)]
     pub quick: bool,
+    /// Only these sections of rows (repeatable; default: all of them).
+    #[arg(long, value_enum)]
+    pub only: Vec<Section>,
+}
+
+/// The sections of rows of the default benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Section {
+    /// `search_text` and `find_files` against rg.
+    Search,
+    /// Per-call latency and cold start against the reference server.
+    Calls,
+    /// The big log's pages and memory.
+    Bigfile,
+    /// MCP over HTTP against plain HTTP, and against stdio.
+    Http,
+    /// How soon a cancelled search ends.
+    Cancel,
 }
 
 /// Benchmarks other than the default ServerFS one.

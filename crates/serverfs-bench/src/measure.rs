@@ -8,9 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::Args;
 use crate::corpus::{self, Corpora};
 use crate::report::Row;
+use crate::{Args, Section};
 
 /// What every section needs: the binaries, the corpora, the counts.
 pub struct Setup {
@@ -59,7 +59,11 @@ impl Setup {
 /// audit line of every call is written, as in a deployment).
 pub const SERVERFS_ENV: &[(&str, &str)] = &[("SERVERFS_MAX_SEARCH_RESULTS", "10000")];
 
-/// Runs every measurement and returns the table rows.
+/// How a section measures its rows.
+type SectionRows = fn(&Setup) -> Result<Vec<Row>, String>;
+
+/// Runs the measurements of the sections asked for (all by default) and
+/// returns the table rows.
 pub fn run(args: &Args) -> Result<Vec<Row>, String> {
     let corpora = corpus::prepare(&args.corpus, args.quick).map_err(|e| format!("corpus: {e}"))?;
     let serverfs = path_str(&args.serverfs)?;
@@ -87,11 +91,19 @@ pub fn run(args: &Args) -> Result<Vec<Row>, String> {
         calls: args.calls,
         corpora,
     };
+    let sections: [(Section, SectionRows); 5] = [
+        (Section::Search, crate::search::rows),
+        (Section::Calls, crate::calls::rows),
+        (Section::Bigfile, crate::bigfile::rows),
+        (Section::Http, crate::http::rows),
+        (Section::Cancel, crate::cancel::rows),
+    ];
     let mut rows = Vec::new();
-    rows.extend(crate::search::rows(&setup)?);
-    rows.extend(crate::calls::rows(&setup)?);
-    rows.extend(crate::bigfile::rows(&setup)?);
-    rows.extend(crate::http::rows(&setup)?);
+    for (section, section_rows) in sections {
+        if args.only.is_empty() || args.only.contains(&section) {
+            rows.extend(section_rows(&setup)?);
+        }
+    }
     Ok(rows)
 }
 

@@ -3,8 +3,9 @@
 //! but `serde_json`. Both servers are measured through it, so a client
 //! library's own cost does not dilute the servers' difference.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -30,12 +31,37 @@ impl StdioServer {
     /// Spawns `program args…` with `env` added, then initializes and lists
     /// the tools.
     pub fn spawn(program: &str, args: &[String], env: &[(&str, &str)]) -> Result<Self, String> {
-        Self::spawn_logging(program, args, env, Stdio::null())
+        Self::spawn_with_stderr(program, args, env, Stdio::null())
+    }
+
+    /// [`spawn`](Self::spawn)s serverfs and reads the audit lines it logs
+    /// on stderr.
+    pub fn spawn_audited(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Result<(Self, AuditLines), String> {
+        let mut server = Self::spawn_with_stderr(program, args, env, Stdio::piped())?;
+        let stderr = server.child.stderr.take().ok_or("no stderr pipe")?;
+        let (send, receive) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let read_at = Instant::now();
+                let Ok(log) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if log["event"] == "tool_call" && send.send((read_at, log)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok((server, AuditLines(receive)))
     }
 
     /// Like [`StdioServer::spawn`], with the server's stderr (its log)
     /// going to `stderr`.
-    pub fn spawn_logging(
+    pub fn spawn_with_stderr(
         program: &str,
         args: &[String],
         env: &[(&str, &str)],
@@ -88,15 +114,13 @@ impl StdioServer {
         self.request_any("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
-    /// Sends any request and returns its `result` or `error` object.
+    /// Sends any request and returns its `result`, or its `error` object
+    /// as a value (not as a failure).
     pub fn request_any(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        let id = self.send_request(method, params)?;
-        let answer = self.answer(method, id)?;
-        Ok(answer
-            .get("error")
-            .or_else(|| answer.get("result"))
-            .cloned()
-            .unwrap_or(Value::Null))
+        let id = self.start(method, params)?;
+        match self.message(id, method)? {
+            Ok(result) | Err(result) => Ok(result),
+        }
     }
 
     /// The server's process id.
@@ -110,23 +134,32 @@ impl StdioServer {
     }
 
     fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        let id = self.send_request(method, params)?;
-        let message = self.answer(method, id)?;
-        if let Some(error) = message.get("error") {
-            return Err(format!("{method} failed: {error}"));
-        }
-        Ok(message["result"].clone())
+        let id = self.start(method, params)?;
+        self.answer(id, method)
     }
 
-    fn send_request(&mut self, method: &str, params: Value) -> Result<u64, String> {
+    /// Sends a request without waiting for its answer; its id.
+    pub fn start(&mut self, method: &str, params: Value) -> Result<u64, String> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         Ok(id)
     }
 
-    /// The answer to request `id`, skipping the server's notifications.
-    fn answer(&mut self, method: &str, id: u64) -> Result<Value, String> {
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Reads until the answer to request `id` (of `method`), skipping what
+    /// else the server sends; a JSON-RPC error is a failure.
+    fn answer(&mut self, id: u64, method: &str) -> Result<Value, String> {
+        self.message(id, method)?
+            .map_err(|error| format!("{method} failed: {error}"))
+    }
+
+    /// The answer to request `id`: its `result`, or its `error` object.
+    fn message(&mut self, id: u64, method: &str) -> Result<Result<Value, Value>, String> {
         loop {
             let line = self.line()?;
             let message: Value = serde_json::from_slice(&line)
@@ -135,7 +168,10 @@ impl StdioServer {
             if message["id"] != json!(id) || message.get("method").is_some() {
                 continue;
             }
-            return Ok(message);
+            if let Some(error) = message.get("error") {
+                return Ok(Err(error.clone()));
+            }
+            return Ok(Ok(message["result"].clone()));
         }
     }
 
@@ -175,6 +211,20 @@ impl StdioServer {
             }
             self.pending.extend_from_slice(&chunk[..read]);
         }
+    }
+}
+
+/// The `tool_call` audit lines a server logs, each with the moment it was
+/// read: when a call ended, even one that gets no answer (a cancelled one).
+pub struct AuditLines(Receiver<(Instant, Value)>);
+
+impl AuditLines {
+    /// The next audit line, waiting at most [`ANSWER_TIMEOUT`].
+    pub fn next(&self) -> Result<(Instant, Value), String> {
+        self.0.recv_timeout(ANSWER_TIMEOUT).map_err(|e| match e {
+            RecvTimeoutError::Timeout => format!("no audit line within {ANSWER_TIMEOUT:?}"),
+            RecvTimeoutError::Disconnected => "the server closed its stderr".to_owned(),
+        })
     }
 }
 

@@ -5,8 +5,8 @@ use sha2::{Digest, Sha256};
 
 use crate::{Control, FsError, RelPath, Revision, Workdir};
 
-/// The most a range read asks of the kernel at once: between two chunks it
-/// counts its progress and looks for a cancellation.
+/// The most a range read asks of the kernel (and hashes) at once: between
+/// two chunks it counts its progress and looks for a cancellation.
 pub const READ_CHUNK_BYTES: usize = 1 << 20;
 
 /// Which bytes to read.
@@ -71,6 +71,10 @@ impl Workdir {
         let len = want.min(size - start);
         let mut data = vec![0u8; usize::try_from(len).unwrap_or(0)];
         let mut filled = 0usize;
+        // Each chunk is hashed as it arrives: the hash of a large range
+        // costs as much as its read, and this way a cancel stops both
+        // (and the chunk is hashed while it is still in the cache).
+        let mut hasher = Sha256::new();
         while filled < data.len() {
             if control.is_cancelled() {
                 return Err(FsError::Cancelled);
@@ -81,6 +85,7 @@ impl Workdir {
             if n == 0 {
                 break; // shrank under us; caught by the revision check below
             }
+            hasher.update(&data[filled..filled + n]);
             filled += n;
             control.advance(n as u64);
         }
@@ -89,7 +94,8 @@ impl Workdir {
         {
             return Err(FsError::ChangedDuringRead);
         }
-        let sha256 = Sha256::digest(&data)
+        let sha256 = hasher
+            .finalize()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();

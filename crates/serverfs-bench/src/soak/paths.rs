@@ -263,7 +263,7 @@ fn run_resolver(setup: &Setup, corpus: &[String], resolver: &str) -> Result<Outc
     let log = tmp.path().join("server.log");
     let log_file = std::fs::File::create(&log).map_err(|e| format!("log: {e}"))?;
     let before = untouchable(tmp.path());
-    let mut server = StdioServer::spawn_logging(
+    let mut server = StdioServer::spawn_with_stderr(
         text(&setup.serverfs)?,
         &[
             "serve".to_owned(),

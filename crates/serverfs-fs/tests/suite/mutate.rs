@@ -4,6 +4,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use serverfs_fs::{ByteRange, Control, EditLimits, FsError, RelPath, TextEdit};
 use serverfs_protocol::ErrorCode;
+use sha2::Digest;
 
 use crate::harness::open;
 
@@ -248,6 +249,41 @@ fs_test!(delete_directory_rules, |t, resolver| {
     let created = w.create_directory(&p("new")).unwrap();
     assert_eq!(rev("new"), created);
 });
+
+fs_test!(
+    a_range_over_several_chunks_is_hashed_and_counted_whole,
+    |t, resolver| {
+        // Two and a half read chunks, starting off a chunk boundary.
+        let chunk = serverfs_fs::READ_CHUNK_BYTES;
+        let bytes: Vec<u8> = (0..=250u8).cycle().take(chunk * 3).collect();
+        t.file("blob.bin", &bytes);
+        let w = open(t, resolver);
+        let range = ByteRange {
+            offset: 7,
+            max_bytes: Some((chunk * 5 / 2) as u64),
+            limit: u64::MAX,
+        };
+        let control = Control::new();
+        let read = w.read_bytes(&p("blob.bin"), range, None, &control).unwrap();
+        let want = &bytes[7..7 + chunk * 5 / 2];
+        assert_eq!(read.data, want);
+        let digest: String = sha2::Sha256::digest(want)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(read.sha256, digest);
+        assert_eq!(control.done(), want.len() as u64);
+        // A cancelled control reads (and hashes) nothing.
+        let cancelled = Control::new();
+        cancelled.cancel();
+        assert_eq!(
+            w.read_bytes(&p("blob.bin"), range, None, &cancelled)
+                .unwrap_err(),
+            FsError::Cancelled
+        );
+        assert_eq!(cancelled.done(), 0);
+    }
+);
 
 fs_test!(ranged_reads_and_stale_temp_cleanup, |t, resolver| {
     let bytes: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();

@@ -587,7 +587,6 @@ fn profile_param(profile: AgentProfile) -> ProfileParam {
     }
 }
 
-/// When a long-poll must answer.
 /// How often a long-poll tells a client that asked for progress that it is
 /// still waiting: often enough for clients that restart their timeout on
 /// progress, rarely enough to be no traffic.
@@ -606,6 +605,8 @@ fn heartbeat(started: Instant, wait_seconds: u64) -> impl FnMut() -> Progress {
     }
 }
 
+/// When a long-poll must answer: `wait_seconds` from now, at most
+/// [`MAX_WAIT_SECONDS`].
 fn wait_deadline(wait_seconds: u64) -> Result<Instant, ToolError> {
     if wait_seconds > MAX_WAIT_SECONDS {
         return Err(ToolError::invalid_argument(format!(

@@ -35,6 +35,18 @@ pub fn agent_cli(variable: &str, script: &str) -> Option<PathBuf> {
     }
 }
 
+/// The start of a Codex `config.toml` whose model provider is `model`
+/// (Responses API, no retries), ending inside the provider's table so that
+/// a caller can add to it (`env_key = …`) before its own tables.
+pub fn codex_mock_provider(model: &MockModel) -> String {
+    format!(
+        "model = \"mock-model\"\nmodel_provider = \"mock\"\n\n\
+         [model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\n\
+         wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+        model.base_url()
+    )
+}
+
 /// A Bridge running one real runtime beside `serverfs`, and the model.
 pub struct AgentRig {
     /// The shared directory and configuration.

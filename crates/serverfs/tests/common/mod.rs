@@ -10,10 +10,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
-use rmcp::service::RunningService;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, JsonObject, ProgressNotificationParam, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -28,9 +30,26 @@ pub fn binary() -> &'static str {
 /// A running `serverfs serve` with an MCP client attached. The child is
 /// killed when this is dropped.
 pub struct Server {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, ProgressLog>,
+    progress: ProgressLog,
+    pid: u32,
     stderr: Arc<Mutex<Vec<String>>>,
     tools: Vec<Tool>,
+}
+
+/// The client's handler: keeps every `notifications/progress` it receives
+/// (rmcp's client puts a `progressToken` on every request).
+#[derive(Clone, Default)]
+pub struct ProgressLog(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+
+impl ClientHandler for ProgressLog {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
 }
 
 impl Server {
@@ -47,6 +66,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn serverfs");
+        let pid = transport.id().expect("a pid");
         let lines = Arc::new(Mutex::new(Vec::new()));
         if let Some(stderr) = stderr {
             let lines = lines.clone();
@@ -60,7 +80,8 @@ impl Server {
                 }
             });
         }
-        let client = tokio::time::timeout(TIMEOUT, ().serve(transport))
+        let progress = ProgressLog::default();
+        let client = tokio::time::timeout(TIMEOUT, progress.clone().serve(transport))
             .await
             .expect("initialize timed out")
             .expect("initialize failed");
@@ -70,6 +91,8 @@ impl Server {
             .expect("tools/list failed");
         Server {
             client,
+            progress,
+            pid,
             stderr: lines,
             tools,
         }
@@ -82,8 +105,29 @@ impl Server {
     }
 
     /// The client, for calls the helpers below do not cover.
-    pub fn client(&self) -> &RunningService<RoleClient, ()> {
+    pub fn client(&self) -> &RunningService<RoleClient, ProgressLog> {
         &self.client
+    }
+
+    /// The progress notifications received so far, in order.
+    pub fn progress(&self) -> Vec<ProgressNotificationParam> {
+        self.progress.0.lock().unwrap().clone()
+    }
+
+    /// Forgets the progress notifications received so far.
+    pub fn clear_progress(&self) {
+        self.progress.0.lock().unwrap().clear();
+    }
+
+    /// What the server process's open descriptors point at, sorted.
+    pub fn open_descriptors(&self) -> Vec<String> {
+        let mut targets: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", self.pid))
+            .expect("the server's /proc/PID/fd")
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .map(|target| target.display().to_string())
+            .collect();
+        targets.sort();
+        targets
     }
 
     /// `tools/list` as received at start.

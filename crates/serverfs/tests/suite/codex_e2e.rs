@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use serverfs_testkit::{MockModel, Reply, Rule, Script};
 
 use crate::common::bridge::AgentEnv;
-use crate::common::e2e::{AgentRig, agent_cli, toml_path};
+use crate::common::e2e::{AgentRig, agent_cli, codex_mock_provider, toml_path};
 
 /// The CLI under test, or `None` (with a note) when not configured.
 fn codex() -> Option<PathBuf> {
@@ -58,16 +58,7 @@ fn script() -> Script {
 fn codex_home(root: &Path, model: &MockModel) -> PathBuf {
     let home = root.join("codex-home");
     std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\n\
-             [model_providers.mock]\nname = \"Mock\"\nbase_url = \"{}\"\n\
-             wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
+    std::fs::write(home.join("config.toml"), codex_mock_provider(model)).unwrap();
     home
 }
 

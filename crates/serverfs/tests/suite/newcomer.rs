@@ -27,7 +27,7 @@ fn token_command(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) 
 
 #[tokio::test]
 async fn token_commands_need_no_workdir() {
-    // As the README writes them: no --config, no --workdir, no variable
+    // As the README writes them (create, list, revoke): no --config, no --workdir, no variable
     // naming a workdir. The token lands in the default file, the one a
     // `serve --workdir … --http` started later reads.
     let home = tempfile::tempdir().unwrap();
@@ -68,6 +68,17 @@ async fn token_commands_need_no_workdir() {
     };
     assert_eq!(status(token.trim().to_owned()).await, 200);
     assert_eq!(status("sfs_not-a-token".to_owned()).await, 401);
+
+    // Revoked the same way, still with no workdir: the token is gone from
+    // the list, and the running server refuses it.
+    let (ok, _, stderr) = token_command(&["revoke", "laptop"], &[("HOME", home_dir)]);
+    assert!(ok, "{stderr}");
+    let (ok, listed, stderr) = token_command(&["list"], &[("HOME", home_dir)]);
+    assert!(ok && !listed.contains("laptop"), "{listed}{stderr}");
+    assert_eq!(status(token.trim().to_owned()).await, 401);
+    // Revoking a name that is not there says so and fails.
+    let (ok, _, stderr) = token_command(&["revoke", "laptop"], &[("HOME", home_dir)]);
+    assert!(!ok && stderr.contains("laptop"), "{stderr}");
 
     // XDG_CONFIG_HOME moves the default, as it does for `serve`;
     // SERVERFS_TOKEN_FILE and --token-file name the file outright.
