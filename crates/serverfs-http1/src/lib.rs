@@ -95,8 +95,18 @@ impl Connection {
     ///
     /// The connect error.
     pub fn connect(address: SocketAddr) -> io::Result<Connection> {
-        let writer = TcpStream::connect(address)?;
-        writer.set_read_timeout(Some(READ_TIMEOUT))?;
+        Connection::connect_waiting(address, READ_TIMEOUT)
+    }
+
+    /// Like [`Connection::connect`], waiting at most `timeout` for each
+    /// response (a client that gives up on a server that does not answer).
+    ///
+    /// # Errors
+    ///
+    /// The connect error.
+    pub fn connect_waiting(address: SocketAddr, timeout: Duration) -> io::Result<Connection> {
+        let writer = TcpStream::connect_timeout(&address, timeout)?;
+        writer.set_read_timeout(Some(timeout))?;
         let reader = BufReader::new(writer.try_clone()?);
         Ok(Connection {
             writer,

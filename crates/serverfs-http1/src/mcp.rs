@@ -73,6 +73,28 @@ impl Mcp {
         Ok(())
     }
 
+    /// Ends the session opened by [`Mcp::initialize`] (`DELETE /mcp`), as a
+    /// client leaving does.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors; `InvalidData` without a session or for a status other
+    /// than 200 or 204.
+    pub fn close(&mut self) -> io::Result<()> {
+        let headers = self.legacy_headers()?;
+        let mut headers: Vec<(&str, &str)> =
+            headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        if let Some(authorization) = &self.authorization {
+            headers.push(("authorization", authorization));
+        }
+        let response = self.connection.request("DELETE", "/mcp", &headers, b"")?;
+        if ![200, 204].contains(&response.status) {
+            return Err(invalid(format!("DELETE answered {}", response.status)));
+        }
+        self.session = None;
+        Ok(())
+    }
+
     /// Calls `tool` in the session opened by [`Mcp::initialize`] and
     /// returns the JSON-RPC answer.
     ///

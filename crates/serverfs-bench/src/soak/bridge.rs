@@ -139,10 +139,12 @@ impl Bridge {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("starting the Bridge: {e}"))?;
+        // A killed Bridge leaves its socket file: wait until the new one
+        // accepts connections on it.
         let started = Instant::now();
-        while !layout.socket.exists() {
+        while std::os::unix::net::UnixStream::connect(&layout.socket).is_err() {
             if started.elapsed() > STATE_TIMEOUT {
-                return Err("the Bridge did not create its socket".to_owned());
+                return Err("the Bridge did not listen on its socket".to_owned());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -185,7 +187,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         ],
         &[],
     )?;
-    let rounds = setup.profile.pick(2, 8);
+    let rounds = setup.profile.pick(3, 12);
     let mut rng = Rng::new(0x5eed_0005);
     let mut tally = Tally::default();
     let mut bridge = Bridge::start(setup, &layout)?;
@@ -203,7 +205,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
             )?;
         }
     }
-    let swaps = cwd_swaps(&layout, &mut server, setup.profile.pick(20, 100))?;
+    let swaps = cwd_swaps(&layout, &mut server, setup.profile.pick(40, 150))?;
     drop(bridge);
     Ok(vec![
         Outcome {

@@ -11,9 +11,12 @@
 //! - **slow bodies** (token): 200 requests trickling their declared body.
 //!
 //! The legitimate client is what the MCP specification's clients do on
-//! the legacy era: one kept-alive connection and session, `stat_file`
-//! back to back; when the server closes its connection it reconnects and
-//! opens a new session, and only a call that still fails counts.
+//! the legacy era: a kept-alive connection and session, `stat_file` back
+//! to back, and every [`CALLS_PER_CONNECTION`] calls it leaves (`DELETE`)
+//! and comes back on a new connection, as clients come and go — an
+//! attack that exhausts the server's descriptors shows there. When the
+//! server closes its connection it reconnects once; only a call that
+//! still fails counts.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -36,11 +39,19 @@ const ATTACK_SOCKETS: usize = 1_100;
 const SLOW_BODIES: usize = 200;
 /// Threads flooding sessions.
 const FLOOD_THREADS: usize = 8;
+/// Calls the legitimate client makes on one connection and session.
+const CALLS_PER_CONNECTION: usize = 100;
+/// How long the legitimate client waits for an answer before it gives up
+/// on a call.
+const LEGIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Failed calls after which a phase stops (the rest count as failed): a
+/// server that answers nobody need not be asked thousands of times.
+const GIVE_UP_AFTER: u64 = 20;
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     raise_own_file_limit();
-    let calls = setup.profile.pick(1_000, 4_000);
-    let flood = setup.profile.pick(3_000, 20_000);
+    let calls = setup.profile.pick(2_000, 5_000);
+    let flood = setup.profile.pick(5_000, 20_000);
     let tmp = tempfile::Builder::new()
         .prefix("serverfs-soak-")
         .tempdir()
@@ -49,7 +60,9 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     std::fs::create_dir(&root).map_err(|e| e.to_string())?;
     std::fs::write(root.join("a.txt"), "alpha\n").map_err(|e| e.to_string())?;
     let token_file = tmp.path().join("tokens.json");
-    let token = create_token(setup, &token_file)?;
+    let token = create_token(setup, &token_file, "legitimate")?;
+    // The flood has a token of its own: it must not exhaust another's.
+    let flood_token = create_token(setup, &token_file, "flood")?;
     let mut command = Command::new("prlimit");
     command
         .arg("--nofile=1024:1024")
@@ -57,12 +70,13 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
         .arg(format!("w={}", text(&root)?))
         .env_clear()
-        .env("SERVERFS_TOKEN_FILE", &token_file)
-        .env("SERVERFS_LOG_LEVEL", "error");
+        .env("SERVERFS_TOKEN_FILE", &token_file);
     let mut served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
     let address = served.address();
     let mut client = Legit::connect(address, &token)?;
 
+    // Warm-up (connection, caches, allocator), not counted.
+    let _ = client.measure(calls / 5);
     let baseline = client.measure(calls);
     let rss_before = peak_rss_mib(served.pid()).unwrap_or(0.0);
     let idle = under_attack(&mut client, calls, || {
@@ -71,7 +85,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     });
     let slow_headers = under_attack(&mut client, calls, || trickle_headers(address));
     let flooding = under_attack(&mut client, calls, || {
-        flood_sessions(address, &token, flood)
+        flood_sessions(address, &flood_token, flood)
     });
     let rss_flood = peak_rss_mib(served.pid()).unwrap_or(0.0);
     let slow_bodies = under_attack(&mut client, calls, || trickle_bodies(address, &token));
@@ -79,6 +93,13 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
 
     let p99 = |samples: &Phase| quantile(&samples.latencies, 0.99);
     let base = p99(&baseline).max(f64::EPSILON);
+    let ratio = |phase: &Phase| {
+        if phase.latencies.is_empty() {
+            "no call answered".to_owned()
+        } else {
+            format!("×{:.2}", p99(phase) / base)
+        }
+    };
     let failures = [&baseline, &idle, &slow_headers, &flooding, &slow_bodies]
         .iter()
         .map(|phase| phase.failures)
@@ -95,13 +116,13 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
             ("server crashes", crashed),
         ],
         figures: format!(
-            "p99 without attack {base:.2} ms; during idle sockets ×{:.2}, slow headers ×{:.2}, \
-             session flood ({flood} initializes) ×{:.2}, slow bodies ×{:.2}; peak RSS {rss_before:.1} \
+            "p99 without attack {base:.2} ms; during idle sockets {}, slow headers {}, \
+             session flood ({flood} initializes) {}, slow bodies {}; peak RSS {rss_before:.1} \
              MiB before the flood, {rss_flood:.1} MiB after",
-            p99(&idle) / base,
-            p99(&slow_headers) / base,
-            p99(&flooding) / base,
-            p99(&slow_bodies) / base,
+            ratio(&idle),
+            ratio(&slow_headers),
+            ratio(&flooding),
+            ratio(&slow_bodies),
         ),
     }])
 }
@@ -146,7 +167,8 @@ impl Legit {
     }
 
     fn reconnect(&mut self) -> std::io::Result<()> {
-        let mut mcp = Mcp::new(Connection::connect(self.address)?).with_bearer(&self.token);
+        let connection = Connection::connect_waiting(self.address, LEGIT_TIMEOUT)?;
+        let mut mcp = Mcp::new(connection).with_bearer(&self.token);
         mcp.initialize()?;
         self.mcp = Some(mcp);
         Ok(())
@@ -160,7 +182,22 @@ impl Legit {
             latencies: Vec::with_capacity(calls),
             failures: 0,
         };
-        for _ in 0..calls {
+        for call in 0..calls {
+            if phase.failures >= GIVE_UP_AFTER {
+                phase.failures += (calls - call) as u64;
+                break;
+            }
+            if call % CALLS_PER_CONNECTION == CALLS_PER_CONNECTION - 1 {
+                if let Some(mcp) = self.mcp.as_mut() {
+                    let _ = mcp.close();
+                }
+                self.mcp = None;
+            }
+            // A new connection and session, not timed: the call is.
+            if self.mcp.is_none() && self.reconnect().is_err() {
+                phase.failures += 1;
+                continue;
+            }
             let started = Instant::now();
             let ok = self.call() || (self.reconnect().is_ok() && self.call());
             if ok {
@@ -288,9 +325,9 @@ fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnO
 }
 
 /// Creates a token with the real CLI and returns it.
-fn create_token(setup: &Setup, file: &std::path::Path) -> Result<String, String> {
+fn create_token(setup: &Setup, file: &std::path::Path, name: &str) -> Result<String, String> {
     let out = Command::new(&setup.serverfs)
-        .args(["token", "create", "soak", "--token-file"])
+        .args(["token", "create", name, "--token-file"])
         .arg(file)
         .env_clear()
         .output()

@@ -17,7 +17,7 @@ use super::{Outcome, Rng, Setup, text};
 use crate::stdio::StdioServer;
 
 /// Lines of the text file (each `gen-<n> <index>`, padded to 64 bytes).
-const LINES: usize = 8_192;
+const LINES: usize = 1_024;
 /// Bytes of the binary file (each the generation modulo 256).
 const BYTES: usize = 1 << 20;
 /// How long a restarted server may take to remove what a kill left.
@@ -33,14 +33,25 @@ fn binary_version(generation: u64) -> Vec<u8> {
     vec![(generation % 256) as u8; BYTES]
 }
 
-/// Whether `content` is one whole text version.
+/// Whether `content` is one whole text version: `LINES` lines, line `i`
+/// reading `gen-<g> <i>` with the same `g` on every line.
 fn whole_text(content: &str) -> bool {
-    let mut generations = content.lines().map(|l| l.split(' ').next().unwrap_or(""));
-    let first = generations.next().unwrap_or("");
-    content.lines().count() == LINES
-        && content.len() == LINES * 64
-        && first.starts_with("gen-")
-        && generations.all(|g| g == first)
+    let mut generation = None;
+    let mut count = 0;
+    for (index, line) in content.lines().enumerate() {
+        let mut words = line.split_whitespace();
+        let (Some(tag), Some(number), None) = (words.next(), words.next(), words.next()) else {
+            return false;
+        };
+        if !tag.starts_with("gen-") || number != index.to_string() {
+            return false;
+        }
+        if *generation.get_or_insert(tag) != tag {
+            return false;
+        }
+        count += 1;
+    }
+    count == LINES && content.ends_with('\n')
 }
 
 /// Whether `content` is one whole binary version.
@@ -64,7 +75,7 @@ fn debris(root: &Path) -> u64 {
 }
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
-    let kills = setup.profile.pick(20, 120);
+    let kills = setup.profile.pick(40, 200);
     let tmp = tempfile::Builder::new()
         .prefix("serverfs-soak-")
         .tempdir()
@@ -84,7 +95,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     for _ in 0..kills {
         let mut server = StdioServer::spawn(text(&setup.serverfs)?, &argv, &env)?;
         let pid = server.pid();
-        let delay = rng.between(Duration::from_millis(5), Duration::from_millis(250));
+        let delay = rng.between(Duration::from_millis(5), Duration::from_millis(800));
         let killer = std::thread::spawn(move || {
             std::thread::sleep(delay);
             if let Some(pid) = i32::try_from(pid)
@@ -95,9 +106,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
             }
         });
         // Replace both files until the kill cuts a call short.
-        while replace_both(&mut server).is_ok() {
-            replaced += 2;
-        }
+        while replace_both(&mut server, &mut replaced).is_ok() {}
         let _ = killer.join();
         drop(server);
         let text_now = std::fs::read_to_string(root.join("e.txt")).unwrap_or_default();
@@ -128,7 +137,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
 
 /// One edit of every line to the next generation, then one upload of the
 /// next binary version; an error once the server is gone.
-fn replace_both(server: &mut StdioServer) -> Result<(), String> {
+fn replace_both(server: &mut StdioServer, replaced: &mut u64) -> Result<(), String> {
     let stat = server.call("stat_file", json!({"workdir": "w", "path": "e.txt"}))?;
     let page = server.call(
         "read_text_file",
@@ -142,6 +151,7 @@ fn replace_both(server: &mut StdioServer) -> Result<(), String> {
                           "new_text": format!("gen-{} ", generation + 1),
                           "expected_count": LINES}]}),
     )?;
+    *replaced += 1;
     let stat = server.call("stat_file", json!({"workdir": "w", "path": "u.bin"}))?;
     let data = BASE64.encode(binary_version(generation + 1));
     server.call(
@@ -149,6 +159,7 @@ fn replace_both(server: &mut StdioServer) -> Result<(), String> {
         json!({"workdir": "w", "path": "u.bin", "overwrite": true,
                "expected_revision": stat["revision"], "data_base64": data}),
     )?;
+    *replaced += 1;
     Ok(())
 }
 
@@ -172,6 +183,10 @@ mod tests {
         mixed.replace_range(0..5, "gen-8");
         assert!(!whole_text(&mixed));
         assert!(!whole_text(&text_version(7)[..100]));
+        // Generations grow a digit: lines get longer, still whole.
+        assert!(whole_text(&text_version(7).replace("gen-7 ", "gen-10 ")));
+        let swapped = text_version(7).replacen(" 1 ", " 2 ", 1);
+        assert!(!whole_text(&swapped));
         assert!(whole_binary(&binary_version(3)));
         let mut torn = binary_version(3);
         torn[BYTES - 1] = 4;

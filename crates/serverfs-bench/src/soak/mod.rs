@@ -74,6 +74,9 @@ pub struct Setup {
     pub profile: Profile,
 }
 
+/// One check: runs against the binaries, returns its table lines.
+type Check = fn(&Setup) -> Result<Vec<Outcome>, String>;
+
 /// Runs every check, prints the table, and says whether all held.
 pub fn run(args: &SoakArgs) -> Result<bool, String> {
     let setup = Setup {
@@ -82,7 +85,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, fn(&Setup) -> Result<Vec<Outcome>, String>); 5] = [
+    let checks: [(&str, Check); 5] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),

@@ -92,7 +92,7 @@ const FRAGMENTS: &[&str] = &[
 
 /// Runs the corpus under both resolvers.
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
-    let corpus = corpus(setup.profile.pick(150, 1_500));
+    let corpus = corpus(setup.profile.pick(400, 4_000));
     let mut outcomes = Vec::new();
     for resolver in ["auto", "walk"] {
         outcomes.push(run_resolver(setup, &corpus, resolver)?);

@@ -17,7 +17,7 @@ const MARKER: &str = "SOAK-OUTSIDE-93c1aa";
 const MARKER_BASE64: &str = "U09BSy1PVVRTSURFLTkzYzFhYQ==";
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
-    let duration = Duration::from_secs(setup.profile.pick(15, 60));
+    let duration = Duration::from_secs(setup.profile.pick(30, 120));
     let tmp = tempfile::Builder::new()
         .prefix("serverfs-soak-")
         .tempdir()
