@@ -86,16 +86,19 @@ impl ServerFs {
             .find(|t| t.as_str() == tool.name)?;
         let audit = AuditRecord::start(tool.as_str());
         audit.set(|a| a.token_name = token_name);
-        let outcome = tool
-            .call(
-                &self.files,
-                self.agent.as_ref(),
-                arguments,
-                &audit,
-                control,
-                self.text,
-            )
-            .await?;
+        // Boxed: the call's future holds the state of whichever of the 23
+        // tools it is, sized for the largest; unboxed it made every request
+        // task rmcp spawns that large, and moving it cost more instructions
+        // than a small tool's own work (callgrind, issue 15).
+        let outcome = Box::pin(tool.call(
+            &self.files,
+            self.agent.as_ref(),
+            arguments,
+            &audit,
+            control,
+            self.text,
+        ))
+        .await?;
         audit.finish(outcome.as_ref().err().map(|e| e.code));
         Some(outcome)
     }
