@@ -98,37 +98,47 @@ fn assert_one_line(message: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        // PROPTEST_CASES (the soak's long profile) raises it.
+/// Runs `case` on `PROPTEST_CASES` (at least 256) values of `strategy`.
+/// The cases share their caller's fixture, which none of them changes: the
+/// long profile's 100,000 cases would otherwise spend their time creating
+/// and removing directories.
+fn run_cases<S: Strategy>(strategy: S, case: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+    let config = ProptestConfig {
         cases: ProptestConfig::default().cases.max(256),
         ..ProptestConfig::default()
-    })]
+    };
+    if let Err(failure) = proptest::test_runner::TestRunner::new(config).run(&strategy, case) {
+        panic!("{failure}");
+    }
+}
 
-    #[test]
-    fn property_any_toml_loads_or_says_why_in_one_line(text in document()) {
-        let fx = Fixture::new();
-        fx.mkdir("w");
+#[test]
+fn property_any_toml_loads_or_says_why_in_one_line() {
+    let fx = Fixture::new();
+    fx.mkdir("w");
+    run_cases(document(), |text| {
         if let Err(error) = Config::from_toml_str_with_env(&text, fx.path(), &env(&[])) {
             assert_one_line(&error.to_string())?;
         }
-    }
+        Ok(())
+    });
+}
 
-    #[test]
-    fn property_any_environment_loads_or_says_why_in_one_line(
-        pairs in proptest::collection::vec(
-            (prop::sample::select(VARIABLES), "[ -~]{0,24}"), 0..8),
-    ) {
-        let fx = Fixture::new();
-        fx.slot(1);
-        fx.slot(2);
+#[test]
+fn property_any_environment_loads_or_says_why_in_one_line() {
+    let fx = Fixture::new();
+    fx.slot(1);
+    fx.slot(2);
+    let source = ConfigSource::Cli(vec![format!("c={}", fx.mkdir("c").display())]);
+    let pairs = proptest::collection::vec((prop::sample::select(VARIABLES), "[ -~]{0,24}"), 0..8);
+    run_cases(pairs, |pairs| {
         let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         if let Err(error) = fx.env_config(&pairs) {
             assert_one_line(&error.to_string())?;
         }
-        let source = ConfigSource::Cli(vec![format!("c={}", fx.mkdir("c").display())]);
         if let Err(error) = Config::load(&source, &[], &env(&pairs)) {
             assert_one_line(&error.to_string())?;
         }
-    }
+        Ok(())
+    });
 }

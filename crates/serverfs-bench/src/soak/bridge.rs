@@ -265,8 +265,11 @@ fn kill_at(
             };
             wait_status(server, &task, &[wanted])?;
             if matches!(stage, Stage::Running) {
-                // The tree is started and recorded a little after the turn.
-                std::thread::sleep(Duration::from_millis(200));
+                // The tree is started and recorded a little after the
+                // turn; a kill before that leaves no tree to outlive the
+                // Bridge, and the check below would count a guard that was
+                // rightly released.
+                wait_for_live_recorded_group(&layout.locks)?;
             }
             bridge.kill();
             Some(task)
@@ -466,8 +469,31 @@ fn writable_again(server: &mut StdioServer) -> Result<bool, String> {
     Ok(false)
 }
 
+/// Waits until a recovery guard under `locks` records a process group
+/// with a member that is not a zombie.
+fn wait_for_live_recorded_group(locks: &Path) -> Result<(), String> {
+    let started = Instant::now();
+    while started.elapsed() < STATE_TIMEOUT {
+        if recorded_groups(locks).into_iter().any(has_running_member) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err("the fake's child tree was never recorded in a recovery guard".to_owned())
+}
+
 /// Kills every process group a recovery guard under `locks` records.
 fn kill_recorded_groups(locks: &Path) {
+    for pgid in recorded_groups(locks) {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    }
+}
+
+/// The process groups the recovery guards under `locks` record. Dot files
+/// are a guard's temporary copies, which a kill can leave behind: not
+/// guards.
+fn recorded_groups(locks: &Path) -> Vec<rustix::process::Pid> {
+    let mut groups = Vec::new();
     let mut pending = vec![locks.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -479,6 +505,9 @@ fn kill_recorded_groups(locks: &Path) {
                 pending.push(path);
                 continue;
             }
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             let Ok(record) = std::fs::read(&path) else {
                 continue;
             };
@@ -487,9 +516,29 @@ fn kill_recorded_groups(locks: &Path) {
                 .and_then(|r| r["provider_pgid"].as_i64())
                 .and_then(|p| i32::try_from(p).ok())
                 .and_then(rustix::process::Pid::from_raw);
-            if let Some(pgid) = pgid {
-                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-            }
+            groups.extend(pgid);
         }
     }
+    groups
+}
+
+/// Whether a process of group `pgid` runs: a zombie (exited, not yet
+/// reaped by init) does not, though `kill(-pgid, 0)` still finds it.
+fn has_running_member(pgid: rustix::process::Pid) -> bool {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    processes.flatten().any(|process| {
+        let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+        state != Some("Z") && pgrp == Some(pgid.as_raw_nonzero().get())
+    })
 }
