@@ -350,8 +350,7 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
                     }
                     // OAuth grants are credentials too: list them here, as
                     // `oauth:<id>` (a token name never holds a ':').
-                    let state_file = store.path().with_file_name("oauth.json");
-                    let state = OAuthStore::new(oauth_state_file(args, env).unwrap_or(state_file));
+                    let state = OAuthStore::new(token_list_state_file(args, env, store.path()));
                     let state = crate::oauth::admin::list(&state)?;
                     for grant in &state.grants {
                         println!(
@@ -445,14 +444,22 @@ fn oauth(args: &OAuthArgs, env: &BTreeMap<String, String>) -> ExitCode {
     }
 }
 
-/// The state file of `token list`'s OAuth lines: as for `serverfs oauth`,
-/// when a configuration or variable names one.
-fn oauth_state_file(args: &TokenArgs, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+/// The state file of `token list`'s OAuth lines: beside an explicit
+/// `--token-file`, else as for `serverfs oauth`.
+fn token_list_state_file(
+    args: &TokenArgs,
+    env: &BTreeMap<String, String>,
+    token_file: &std::path::Path,
+) -> PathBuf {
+    let beside = token_file.with_file_name("oauth.json");
+    if args.token_file.is_some() {
+        return beside;
+    }
     let config = ConfigArgs {
         config: args.config.clone(),
         workdirs: args.workdirs.clone(),
     };
-    configured_state_file(&config, env).ok()
+    configured_state_file(&config, env).unwrap_or(beside)
 }
 
 /// The OAuth state file of the configuration (or variable) given, first
