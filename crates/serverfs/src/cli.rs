@@ -329,9 +329,9 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
         Err(reason) => return config_error(&reason.to_string()),
     };
     let store = TokenStore::new(path);
-    let outcome: Result<(), TokenCommandError> =
-        match &args.action {
-            TokenAction::Create { name } => store
+    let outcome: Result<(), TokenCommandError> = match &args.action {
+        TokenAction::Create { name } => {
+            store
                 .create(name)
                 .map_err(TokenCommandError::from)
                 .map(|token| {
@@ -340,38 +340,39 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
                         "serverfs: token {name:?} created in {}; it is shown only now",
                         store.path().display()
                     );
-                }),
-            TokenAction::List => store
-                .entries()
-                .map_err(TokenCommandError::from)
-                .and_then(|entries| {
-                    for entry in entries {
-                        println!("{}\tcreated {}", entry.name, timestamp(entry.created_ms));
-                    }
-                    // OAuth grants are credentials too: list them here, as
-                    // `oauth:<id>` (a token name never holds a ':').
-                    let state = OAuthStore::new(token_list_state_file(args, env, store.path()));
-                    let state = crate::oauth::admin::list(&state)?;
-                    for grant in &state.grants {
-                        println!(
-                            "oauth:{}\tcreated {}\tclient {:?}\tscopes {}",
-                            grant.id,
-                            timestamp(grant.created_ms),
-                            grant.client_name,
-                            grant.scopes
-                        );
-                    }
-                    Ok(())
-                }),
-            TokenAction::Revoke { name } => match store.revoke(name) {
-                Ok(true) => {
-                    eprintln!("serverfs: token {name:?} revoked");
-                    Ok(())
+                })
+        }
+        TokenAction::List => store
+            .entries()
+            .map_err(TokenCommandError::from)
+            .and_then(|entries| {
+                for entry in entries {
+                    println!("{}\tcreated {}", entry.name, timestamp(entry.created_ms));
                 }
-                Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
-                Err(e) => Err(e.into()),
-            },
-        };
+                // OAuth grants are credentials too: list them here, as
+                // `oauth:<id>` (a token name never holds a ':').
+                let state = OAuthStore::new(token_list_state_file(args, env, store.path()));
+                let state = crate::oauth::admin::list(&state)?;
+                for grant in &state.grants {
+                    println!(
+                        "oauth:{}\tcreated {}\tclient {:?}\tscopes {}",
+                        grant.id,
+                        timestamp(grant.created_ms),
+                        grant.client_name,
+                        grant.scopes
+                    );
+                }
+                Ok(())
+            }),
+        TokenAction::Revoke { name } => match store.revoke(name) {
+            Ok(true) => {
+                eprintln!("serverfs: token {name:?} revoked");
+                Ok(())
+            }
+            Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
+            Err(e) => Err(e.into()),
+        },
+    };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
@@ -466,8 +467,14 @@ fn token_list_state_file(
 /// match wins: `SERVERFS_HTTP_OAUTH_STATE_FILE`, the configuration's
 /// `[http.oauth] state_file`, else `oauth.json` beside the default token
 /// file.
-fn configured_state_file(config: &ConfigArgs, env: &BTreeMap<String, String>) -> Result<PathBuf, LoadError> {
-    if let Some(path) = env.get("SERVERFS_HTTP_OAUTH_STATE_FILE").filter(|p| !p.is_empty()) {
+fn configured_state_file(
+    config: &ConfigArgs,
+    env: &BTreeMap<String, String>,
+) -> Result<PathBuf, LoadError> {
+    if let Some(path) = env
+        .get("SERVERFS_HTTP_OAUTH_STATE_FILE")
+        .filter(|p| !p.is_empty())
+    {
         return Ok(PathBuf::from(path));
     }
     match select_source(config.config.clone(), &config.workdirs, env) {

@@ -355,7 +355,10 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
             "empty: self-registered clients may only use loopback redirects (claude.ai and              ChatGPT cannot connect)",
         );
     } else {
-        let others = allowed.iter().filter(|u| !hosted.contains(&u.as_str())).count();
+        let others = allowed
+            .iter()
+            .filter(|u| !hosted.contains(&u.as_str()))
+            .count();
         report.ok(
             "oauth redirect allowlist",
             format!(
@@ -383,7 +386,11 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
                 "{:?}: {}, {}",
                 oauth.state_file,
                 plural(state.grants.len(), "grant", "grants"),
-                plural(state.clients.len(), "self-registered client", "self-registered clients")
+                plural(
+                    state.clients.len(),
+                    "self-registered client",
+                    "self-registered clients"
+                )
             ),
         ),
         Err(e @ crate::oauth::store::StoreError::NotPrivate { .. }) => {
@@ -407,7 +414,10 @@ fn check_external_keys(report: &mut Report, external: &serverfs_config::External
         serverfs_config::JwksSource::Url(url) => {
             return report.ok(
                 CHECK,
-                format!("{}: keys fetched from {url} when a token arrives", external.issuer),
+                format!(
+                    "{}: keys fetched from {url} when a token arrives",
+                    external.issuer
+                ),
             );
         }
         serverfs_config::JwksSource::File(path) => path,
@@ -425,8 +435,10 @@ fn check_external_keys(report: &mut Report, external: &serverfs_config::External
                 .keys
                 .iter()
                 .filter(|k| {
-                    !matches!(k.algorithm, jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_))
-                        && jsonwebtoken::DecodingKey::from_jwk(k).is_ok()
+                    !matches!(
+                        k.algorithm,
+                        jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_)
+                    ) && jsonwebtoken::DecodingKey::from_jwk(k).is_ok()
                 })
                 .count();
             if usable == 0 {

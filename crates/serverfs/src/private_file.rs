@@ -42,14 +42,21 @@ pub fn mode_problem(meta: &std::fs::Metadata) -> Option<ModeProblem> {
     (mode & 0o077 != 0).then_some(ModeProblem::NotPrivate(mode))
 }
 
-/// What tells that a file changed: mtime (s, ns) and size.
-pub type FileStamp = (i64, i64, u64);
+/// What tells that a file changed: mtime and ctime (s, ns) and size (the
+/// ctime catches a chmod, which must fail closed at once too).
+pub type FileStamp = (i64, i64, i64, i64, u64);
 
 /// The file's stamp; `None` when it is missing or unreadable.
 pub fn stamp(path: &Path) -> Option<FileStamp> {
     std::fs::symlink_metadata(path).ok().map(|m| {
         use std::os::unix::fs::MetadataExt;
-        (m.mtime(), m.mtime_nsec(), m.size())
+        (
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.size(),
+        )
     })
 }
 

@@ -15,7 +15,8 @@ pub fn random_bytes<const N: usize>() -> Result<[u8; N], rustix::io::Errno> {
     let mut random = [0u8; N];
     let mut filled = 0;
     while filled < random.len() {
-        filled += rustix::rand::getrandom(&mut random[filled..], rustix::rand::GetRandomFlags::empty())?;
+        filled +=
+            rustix::rand::getrandom(&mut random[filled..], rustix::rand::GetRandomFlags::empty())?;
     }
     Ok(random)
 }
@@ -26,7 +27,10 @@ pub fn random_bytes<const N: usize>() -> Result<[u8; N], rustix::io::Errno> {
 ///
 /// The kernel gave no random bytes.
 pub fn random_token(prefix: &str) -> Result<String, rustix::io::Errno> {
-    Ok(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()?)))
+    Ok(format!(
+        "{prefix}{}",
+        URL_SAFE_NO_PAD.encode(random_bytes::<32>()?)
+    ))
 }
 
 /// Lowercase hex SHA-256 of `text`: what is stored instead of a secret.
@@ -68,7 +72,7 @@ mod tests {
         assert!(!matches_hash(&sha256_hex(&a), &sha256_hex(&b)));
         // RFC 7636 appendix B.
         assert_eq!(
-            sha256_base64url("dBjftJeZ4CVP-mB92K9uhvvvtMbqSnadmY2qWp3xODo"),
+            sha256_base64url("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }

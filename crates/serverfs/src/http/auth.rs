@@ -86,7 +86,10 @@ impl Authenticator {
 
     /// The principal of a request whose `Authorization: Bearer` value is
     /// `presented`, or the response refusing it.
-    async fn principal(&self, presented: Option<&str>) -> Result<Option<Principal>, Response<Body>> {
+    async fn principal(
+        &self,
+        presented: Option<&str>,
+    ) -> Result<Option<Principal>, Response<Body>> {
         match self {
             Authenticator::None => Ok(None),
             Authenticator::Bearer(store) => bearer(store, presented).map(Some),
@@ -196,7 +199,11 @@ pub async fn require_scope(
     if granted.0.contains(needed) {
         return next.run(request).await;
     }
-    tracing::info!(event = "insufficient_scope", tool = tool.as_str(), needed = needed.as_str());
+    tracing::info!(
+        event = "insufficient_scope",
+        tool = tool.as_str(),
+        needed = needed.as_str()
+    );
     match oauth {
         Some(server) => server.insufficient_scope(&granted.0, needed, tool.as_str()),
         None => (StatusCode::FORBIDDEN, "insufficient scope\n").into_response(),

@@ -27,10 +27,10 @@ use crate::http::TokenName;
 use crate::service::{AgentService, CallControl, Download, FileService, Progress, ProgressSink};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+pub use catalog::{ToolKind, ToolName};
 use error::ToolError;
 use results::DownloadBinaryFileResult;
 use text::ModelText;
-pub use catalog::{ToolKind, ToolName};
 pub use text::TextContent;
 
 /// What every client is told at `initialize`.

@@ -84,7 +84,8 @@ pub struct IssuedCode {
 
 impl Flows {
     fn prune(&mut self) {
-        self.pending.retain(|_, p| p.created.elapsed() < PENDING_TTL);
+        self.pending
+            .retain(|_, p| p.created.elapsed() < PENDING_TTL);
         self.codes.retain(|_, c| c.issued.elapsed() < CODE_MEMORY);
         while self.pending.len() >= MAX_PENDING {
             let oldest = self
@@ -111,7 +112,10 @@ impl Flows {
 }
 
 /// `GET /authorize`.
-pub async fn start(State(server): State<Arc<OAuthServer>>, RawQuery(query): RawQuery) -> Response<Body> {
+pub async fn start(
+    State(server): State<Arc<OAuthServer>>,
+    RawQuery(query): RawQuery,
+) -> Response<Body> {
     match check_request(&server, query.as_deref().unwrap_or("")).await {
         Ok(pending) => {
             let Ok(id) = secret::random_token("") else {
@@ -134,7 +138,12 @@ pub async fn start(State(server): State<Arc<OAuthServer>>, RawQuery(query): RawQ
 /// The request's parts, checked; the CSRF token is filled in by the caller.
 async fn check_request(server: &OAuthServer, query: &str) -> Result<Pending, Refusal> {
     let params = form_params(query.as_bytes())?;
-    let get = |name: &str| params.get(name).map(String::as_str).filter(|v| !v.is_empty());
+    let get = |name: &str| {
+        params
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
     let client_id = get("client_id").ok_or(Refusal::InvalidRequest)?;
     let client = server.client(client_id).await?;
     let redirect_uri = match get("redirect_uri") {
@@ -168,7 +177,11 @@ async fn check_request(server: &OAuthServer, query: &str) -> Result<Pending, Ref
     };
     // No scope asked for (ChatGPT on reconnect): everything, shown on the
     // consent page like any other request.
-    let scopes = if scopes.is_empty() { Scopes::all() } else { scopes };
+    let scopes = if scopes.is_empty() {
+        Scopes::all()
+    } else {
+        scopes
+    };
     if let Some(resource) = get("resource")
         && resource != server.resource
     {
@@ -247,19 +260,34 @@ pub async fn decide(
             let proof = get("proof").trim();
             if proof.is_empty() {
                 let pending = &*pending;
-                return render(&server, id, pending, Some(Refusal::OwnerProofRequired), StatusCode::FORBIDDEN);
+                return render(
+                    &server,
+                    id,
+                    pending,
+                    Some(Refusal::OwnerProofRequired),
+                    StatusCode::FORBIDDEN,
+                );
             }
             let approved_by = match server.check_proof(proof) {
                 Ok(Some(by)) => by,
                 Ok(None) => {
                     pending.failed_proofs += 1;
-                    tracing::warn!(event = "oauth_proof_refused", failed = pending.failed_proofs);
+                    tracing::warn!(
+                        event = "oauth_proof_refused",
+                        failed = pending.failed_proofs
+                    );
                     if pending.failed_proofs >= MAX_FAILED_PROOFS {
                         flows.pending.remove(id);
                         return consent::error_page(Refusal::TooManyAttempts);
                     }
                     let pending = &*pending;
-                    return render(&server, id, pending, Some(Refusal::OwnerProofInvalid), StatusCode::FORBIDDEN);
+                    return render(
+                        &server,
+                        id,
+                        pending,
+                        Some(Refusal::OwnerProofInvalid),
+                        StatusCode::FORBIDDEN,
+                    );
                 }
                 Err(refusal) => return consent::error_page(refusal),
             };
@@ -316,10 +344,9 @@ impl OAuthServer {
         let used = self
             .store
             .update(now_ms(), |state| {
-                let position = state
-                    .approval_codes
-                    .iter()
-                    .position(|c| secret::matches_hash(&hash, &c.sha256) && c.expires_ms > now_ms());
+                let position = state.approval_codes.iter().position(|c| {
+                    secret::matches_hash(&hash, &c.sha256) && c.expires_ms > now_ms()
+                });
                 position.map(|i| state.approval_codes.remove(i)).is_some()
             })
             .map_err(|e| {
@@ -355,7 +382,10 @@ fn redirect(uri: &str, query: &[(&str, &str)]) -> Response<Body> {
         headers.insert(header::LOCATION, location);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 

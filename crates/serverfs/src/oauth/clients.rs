@@ -78,7 +78,12 @@ impl OAuthServer {
     /// [`Refusal::ClientUnknown`], [`Refusal::ClientMetadataInvalid`] or
     /// [`Refusal::ServerUnavailable`].
     pub async fn client(&self, client_id: &str) -> Result<Client, Refusal> {
-        if let Some(c) = self.settings.clients.iter().find(|c| c.client_id == client_id) {
+        if let Some(c) = self
+            .settings
+            .clients
+            .iter()
+            .find(|c| c.client_id == client_id)
+        {
             return Ok(Client {
                 client_id: c.client_id.clone(),
                 name: c.name.clone(),
@@ -114,7 +119,8 @@ impl OAuthServer {
         }
         let url = Url::parse(client_id).ok()?;
         let local_ok = url.scheme() == "https" || self.resource.starts_with("http://");
-        (is_secure_url(&url) && local_ok && url.path() != "/" && url.query().is_none()).then_some(url)
+        (is_secure_url(&url) && local_ok && url.path() != "/" && url.query().is_none())
+            .then_some(url)
     }
 
     async fn document_client(&self, url: &Url) -> Result<Client, Refusal> {
@@ -151,12 +157,15 @@ impl OAuthServer {
         if !response.status().is_success() {
             return Err(invalid("error status"));
         }
-        let bytes = response.bytes().await.map_err(|_| invalid("fetch failed"))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|_| invalid("fetch failed"))?;
         if bytes.len() > MAX_DOCUMENT_BYTES {
             return Err(invalid("too large"));
         }
-        let document: Document =
-            serde_json::from_slice(&bytes).map_err(|_| invalid("not a client metadata document"))?;
+        let document: Document = serde_json::from_slice(&bytes)
+            .map_err(|_| invalid("not a client metadata document"))?;
         if document.client_id != url.as_str() {
             return Err(invalid("client_id differs from the document URL"));
         }
@@ -165,13 +174,14 @@ impl OAuthServer {
             .as_deref()
             .is_some_and(|m| m != "none")
         {
-            return Err(invalid("only public clients (token_endpoint_auth_method none)"));
+            return Err(invalid(
+                "only public clients (token_endpoint_auth_method none)",
+            ));
         }
         if document.redirect_uris.is_empty()
-            || !document
-                .redirect_uris
-                .iter()
-                .all(|uri| redirect::allowed_for_self_registered(uri, &self.settings.allowed_redirect_uris))
+            || !document.redirect_uris.iter().all(|uri| {
+                redirect::allowed_for_self_registered(uri, &self.settings.allowed_redirect_uris)
+            })
         {
             return Err(invalid("redirect URI not allowed"));
         }

@@ -148,15 +148,21 @@ fn problem_text(refusal: Refusal) -> &'static str {
             "The redirect address is not one this client registered; nothing was sent to it."
         }
         Refusal::StateMissing => "The request has no state parameter, which this server requires.",
-        Refusal::PkceRequired => "The request has no PKCE code challenge, which this server requires.",
+        Refusal::PkceRequired => {
+            "The request has no PKCE code challenge, which this server requires."
+        }
         Refusal::PkceMethodUnsupported => "Only the S256 PKCE method is accepted.",
         Refusal::ResponseTypeUnsupported => "Only the authorization code flow is supported.",
         Refusal::ScopeInvalid => "The request asks for a scope this server does not have.",
         Refusal::ResourceInvalid => "The request is for another resource than this server.",
-        Refusal::RequestExpired => "This request has expired or is unknown; start again from the client.",
+        Refusal::RequestExpired => {
+            "This request has expired or is unknown; start again from the client."
+        }
         Refusal::CsrfMismatch => "The form does not belong to this browser session; start again.",
         Refusal::OwnerProofRequired => "Paste a bearer token or an approval code to approve.",
-        Refusal::OwnerProofInvalid => "That is neither a valid bearer token nor a live approval code.",
+        Refusal::OwnerProofInvalid => {
+            "That is neither a valid bearer token nor a live approval code."
+        }
         Refusal::TooManyAttempts => "Too many wrong proofs; start again from the client.",
         _ => "The request cannot be served.",
     }
@@ -184,8 +190,14 @@ fn secure_headers(response: &mut Response<Body>, nonce: &str, redirect_uri: Opti
         headers.insert(header::CONTENT_SECURITY_POLICY, value);
     }
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 

@@ -103,3 +103,22 @@ refusals! {
     /// The OAuth state file (or the issuer's keys) cannot be used now.
     ServerUnavailable => ("OAUTH_SERVER_UNAVAILABLE", "server_error", 500),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Refusal;
+
+    #[test]
+    fn every_refusal_is_documented_with_its_error_and_status() {
+        let doc = include_str!("../../../../docs/oauth.md");
+        for refusal in Refusal::ALL {
+            let row = format!(
+                "| `{}` | `{}` | {} |",
+                refusal.code(),
+                refusal.oauth_error(),
+                refusal.status().as_u16()
+            );
+            assert!(doc.contains(&row), "docs/oauth.md lacks the row {row}");
+        }
+    }
+}

@@ -67,7 +67,11 @@ pub enum JwksError {
 impl JwtVerifier {
     /// A verifier for `external`; `canonical_resource` is the audience
     /// unless one is configured.
-    pub fn new(external: &ExternalIssuer, canonical_resource: &str, http: reqwest::Client) -> JwtVerifier {
+    pub fn new(
+        external: &ExternalIssuer,
+        canonical_resource: &str,
+        http: reqwest::Client,
+    ) -> JwtVerifier {
         JwtVerifier {
             issuer: external.issuer.clone(),
             audience: external
@@ -145,7 +149,10 @@ impl JwtVerifier {
             .as_ref()
             .is_none_or(|(at, _)| at.elapsed() > JWKS_TTL || self.source_is_file());
         if stale {
-            *keys = Some((Instant::now(), self.fetch().await.map_err(Self::unavailable)?));
+            *keys = Some((
+                Instant::now(),
+                self.fetch().await.map_err(Self::unavailable)?,
+            ));
         }
         let find = |set: &JwkSet| match kid {
             Some(kid) => set.find(kid).cloned(),
@@ -157,7 +164,10 @@ impl JwtVerifier {
             .as_ref()
             .is_some_and(|(at, _)| at.elapsed() > JWKS_REFETCH_BACKOFF);
         if found.is_none() && may_refetch {
-            *keys = Some((Instant::now(), self.fetch().await.map_err(Self::unavailable)?));
+            *keys = Some((
+                Instant::now(),
+                self.fetch().await.map_err(Self::unavailable)?,
+            ));
             found = keys.as_ref().and_then(|(_, set)| find(set));
         }
         let jwk = found.ok_or(Refusal::TokenInvalid)?;
@@ -204,7 +214,9 @@ impl JwtVerifier {
                 }
                 let bytes = response.bytes().await.map_err(JwksError::Fetch)?;
                 if bytes.len() > MAX_JWKS_BYTES {
-                    return Err(JwksError::Answer(format!("more than {MAX_JWKS_BYTES} bytes")));
+                    return Err(JwksError::Answer(format!(
+                        "more than {MAX_JWKS_BYTES} bytes"
+                    )));
                 }
                 bytes.to_vec()
             }

@@ -145,7 +145,13 @@ impl OAuthServer {
     ///
     /// The state file is unusable.
     pub fn live_grant_ids(&self) -> Result<Vec<String>, store::StoreError> {
-        Ok(self.store.snapshot()?.grants.iter().map(|g| g.id.clone()).collect())
+        Ok(self
+            .store
+            .snapshot()?
+            .grants
+            .iter()
+            .map(|g| g.id.clone())
+            .collect())
     }
 
     fn lock_flows(&self) -> std::sync::MutexGuard<'_, authorize::Flows> {
@@ -190,7 +196,10 @@ fn origin_of(url: &str) -> String {
 pub fn form_params(bytes: &[u8]) -> Result<HashMap<String, String>, Refusal> {
     let mut params = HashMap::new();
     for (name, value) in url::form_urlencoded::parse(bytes) {
-        if params.insert(name.into_owned(), value.into_owned()).is_some() {
+        if params
+            .insert(name.into_owned(), value.into_owned())
+            .is_some()
+        {
             return Err(Refusal::InvalidRequest);
         }
     }
@@ -201,7 +210,10 @@ pub fn form_params(bytes: &[u8]) -> Result<HashMap<String, String>, Refusal> {
 fn json_response(status: axum::http::StatusCode, body: &Value) -> Response<Body> {
     let mut response = (status, body.to_string()).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     response

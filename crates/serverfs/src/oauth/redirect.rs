@@ -64,20 +64,41 @@ mod tests {
         ] {
             assert!(!matches(CLAUDE, near_miss), "{near_miss}");
         }
-        assert!(matches("http://127.0.0.1:1111/cb", "http://127.0.0.1:2222/cb"));
+        assert!(matches(
+            "http://127.0.0.1:1111/cb",
+            "http://127.0.0.1:2222/cb"
+        ));
         assert!(matches("http://[::1]:1/cb", "http://[::1]:2/cb"));
-        assert!(!matches("http://127.0.0.1:1111/cb", "http://127.0.0.1:2222/cb/"));
-        assert!(!matches("http://127.0.0.1:1111/cb", "http://127.0.0.2:1111/cb"));
-        assert!(!matches("http://127.0.0.1:1111/cb", "http://u@127.0.0.1:1111/cb"));
-        assert!(!matches("http://127.0.0.1:1111/cb", "https://127.0.0.1:1111/cb"));
+        assert!(!matches(
+            "http://127.0.0.1:1111/cb",
+            "http://127.0.0.1:2222/cb/"
+        ));
+        assert!(!matches(
+            "http://127.0.0.1:1111/cb",
+            "http://127.0.0.2:1111/cb"
+        ));
+        assert!(!matches(
+            "http://127.0.0.1:1111/cb",
+            "http://u@127.0.0.1:1111/cb"
+        ));
+        assert!(!matches(
+            "http://127.0.0.1:1111/cb",
+            "https://127.0.0.1:1111/cb"
+        ));
     }
 
     #[test]
     fn self_registered_clients_get_loopback_or_the_allowlist() {
         let allowed = vec![CLAUDE.to_owned()];
         assert!(allowed_for_self_registered(CLAUDE, &allowed));
-        assert!(allowed_for_self_registered("http://127.0.0.1:9/cb", &allowed));
-        assert!(allowed_for_self_registered("http://localhost:9/cb", &allowed));
+        assert!(allowed_for_self_registered(
+            "http://127.0.0.1:9/cb",
+            &allowed
+        ));
+        assert!(allowed_for_self_registered(
+            "http://localhost:9/cb",
+            &allowed
+        ));
         for refused in [
             "https://evil.example/cb",
             "https://claude.ai/api/mcp/auth_callback/",

@@ -38,7 +38,10 @@ struct Request {
 /// `POST /register`.
 pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Response<Body> {
     if !server.settings.dynamic_registration {
-        return json_refusal(Refusal::RegistrationDisabled, "dynamic client registration is off");
+        return json_refusal(
+            Refusal::RegistrationDisabled,
+            "dynamic client registration is off",
+        );
     }
     let Ok(request) = serde_json::from_slice::<Request>(&body) else {
         return json_refusal(
@@ -49,11 +52,9 @@ pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Re
     if request.redirect_uris.is_empty() {
         return json_refusal(Refusal::ClientMetadataInvalid, "redirect_uris is empty");
     }
-    if let Some(uri) = request
-        .redirect_uris
-        .iter()
-        .find(|uri| !redirect::allowed_for_self_registered(uri, &server.settings.allowed_redirect_uris))
-    {
+    if let Some(uri) = request.redirect_uris.iter().find(|uri| {
+        !redirect::allowed_for_self_registered(uri, &server.settings.allowed_redirect_uris)
+    }) {
         let shown: String = uri.chars().take(200).collect();
         return json_refusal(
             Refusal::RedirectUriNotAllowed,
@@ -92,7 +93,8 @@ pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Re
     };
     let stored = server.store.update(now_ms(), |state| {
         if state.clients.len() >= MAX_REGISTERED_CLIENTS {
-            let with_grant: Vec<String> = state.grants.iter().map(|g| g.client_id.clone()).collect();
+            let with_grant: Vec<String> =
+                state.grants.iter().map(|g| g.client_id.clone()).collect();
             if let Some(oldest) = state
                 .clients
                 .iter()
@@ -110,11 +112,17 @@ pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Re
     match stored {
         Ok(true) => {}
         Ok(false) => {
-            return json_refusal(Refusal::TooManyClients, "too many registered clients; revoke some");
+            return json_refusal(
+                Refusal::TooManyClients,
+                "too many registered clients; revoke some",
+            );
         }
         Err(e) => {
             tracing::error!(event = "oauth_state_unusable", reason = %e);
-            return json_refusal(Refusal::ServerUnavailable, "the OAuth state file is unusable");
+            return json_refusal(
+                Refusal::ServerUnavailable,
+                "the OAuth state file is unusable",
+            );
         }
     }
     tracing::info!(event = "oauth_client_registered", client_id = %client.client_id);

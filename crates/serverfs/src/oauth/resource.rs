@@ -142,8 +142,13 @@ impl OAuthServer {
 }
 
 /// A refusal with its challenge header and a JSON-RPC error body.
-fn challenge_response(refusal: Refusal, challenge: &str, message: Option<String>) -> Response<Body> {
-    let message = message.unwrap_or_else(|| format!("{}: {}", refusal.code(), refusal.oauth_error()));
+fn challenge_response(
+    refusal: Refusal,
+    challenge: &str,
+    message: Option<String>,
+) -> Response<Body> {
+    let message =
+        message.unwrap_or_else(|| format!("{}: {}", refusal.code(), refusal.oauth_error()));
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,
@@ -151,7 +156,10 @@ fn challenge_response(refusal: Refusal, challenge: &str, message: Option<String>
     });
     let mut response = (refusal.status(), body.to_string()).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if let Ok(value) = HeaderValue::from_str(challenge) {
         headers.insert(header::WWW_AUTHENTICATE, value);
     }

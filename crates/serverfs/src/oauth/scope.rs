@@ -139,10 +139,20 @@ mod tests {
             let tool = ToolName::ALL.iter().find(|t| t.as_str() == name).unwrap();
             Scope::required_by(*tool)
         };
-        for read in ["list_workdirs", "read_text_file", "search_text", "download_binary_file"] {
+        for read in [
+            "list_workdirs",
+            "read_text_file",
+            "search_text",
+            "download_binary_file",
+        ] {
             assert_eq!(scope(read), Scope::Read, "{read}");
         }
-        for write in ["create_text_file", "edit_text_file", "delete_directory", "upload_binary_file"] {
+        for write in [
+            "create_text_file",
+            "edit_text_file",
+            "delete_directory",
+            "upload_binary_file",
+        ] {
             assert_eq!(scope(write), Scope::Write, "{write}");
         }
         for agent in ["submit_agent_task", "get_agent_task", "list_agent_runtimes"] {
@@ -152,9 +162,15 @@ mod tests {
 
     #[test]
     fn scope_strings_parse_strictly() {
-        assert_eq!(Scopes::parse("write  read").unwrap().to_string(), "read write");
+        assert_eq!(
+            Scopes::parse("write  read").unwrap().to_string(),
+            "read write"
+        );
         assert_eq!(Scopes::parse("").unwrap(), Scopes::default());
-        assert_eq!(Scopes::parse("read admin"), Err(UnknownScope("admin".to_owned())));
+        assert_eq!(
+            Scopes::parse("read admin"),
+            Err(UnknownScope("admin".to_owned()))
+        );
         assert_eq!(Scopes::known(["openid", "agent"]).to_string(), "agent");
         assert!(Scopes::parse("read").unwrap().is_subset(&Scopes::all()));
         assert!(!Scopes::all().is_subset(&Scopes::parse("read").unwrap()));

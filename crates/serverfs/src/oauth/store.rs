@@ -256,7 +256,10 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert_eq!(store.snapshot().unwrap().approval_codes.len(), 1);
         store.update(3_000, |_| ()).unwrap();
-        assert!(store.snapshot().unwrap().approval_codes.is_empty(), "expired code pruned");
+        assert!(
+            store.snapshot().unwrap().approval_codes.is_empty(),
+            "expired code pruned"
+        );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
         let err = store.snapshot().unwrap_err();
         assert!(err.to_string().contains("chmod 600"), "{err}");

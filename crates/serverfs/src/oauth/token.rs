@@ -38,11 +38,19 @@ pub async fn token(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Respo
         Ok(params) => params,
         Err(refusal) => return json_refusal(refusal, "a parameter is repeated"),
     };
-    let get = |name: &str| params.get(name).map(String::as_str).filter(|v| !v.is_empty());
+    let get = |name: &str| {
+        params
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
     if let Some(resource) = get("resource")
         && resource != server.resource
     {
-        return json_refusal(Refusal::ResourceInvalid, "tokens here are only for this server");
+        return json_refusal(
+            Refusal::ResourceInvalid,
+            "tokens here are only for this server",
+        );
     }
     let Some(client_id) = get("client_id") else {
         return json_refusal(Refusal::InvalidRequest, "client_id is required");
@@ -64,7 +72,10 @@ impl OAuthServer {
         get: &impl Fn(&str) -> Option<&'a str>,
     ) -> Response<Body> {
         let (Some(code), Some(verifier)) = (get("code"), get("code_verifier")) else {
-            return json_refusal(Refusal::InvalidRequest, "code and code_verifier are required");
+            return json_refusal(
+                Refusal::InvalidRequest,
+                "code and code_verifier are required",
+            );
         };
         // The client must still exist (a revoked registration ends here).
         if let Err(refusal) = self.client(client_id).await {
@@ -73,7 +84,10 @@ impl OAuthServer {
         let code_sha256 = secret::sha256_hex(code);
         let issued = self.lock_flows().take_code(&code_sha256);
         let Some(issued) = issued else {
-            return json_refusal(Refusal::CodeInvalid, "unknown or expired authorization code");
+            return json_refusal(
+                Refusal::CodeInvalid,
+                "unknown or expired authorization code",
+            );
         };
         if issued.used {
             let revoked = self.store.update(now_ms(), |state| {
@@ -81,7 +95,10 @@ impl OAuthServer {
                 state.grants.retain(|g| g.code_sha256 != code_sha256);
                 before != state.grants.len()
             });
-            tracing::warn!(event = "oauth_code_reused", grant_revoked = matches!(revoked, Ok(true)));
+            tracing::warn!(
+                event = "oauth_code_reused",
+                grant_revoked = matches!(revoked, Ok(true))
+            );
             return json_refusal(
                 Refusal::CodeReused,
                 "this authorization code was used before; its grant is revoked",
@@ -106,7 +123,10 @@ impl OAuthServer {
                 issued.code_challenge.as_bytes(),
             )
         {
-            return json_refusal(Refusal::PkceMismatch, "code_verifier does not match the challenge");
+            return json_refusal(
+                Refusal::PkceMismatch,
+                "code_verifier does not match the challenge",
+            );
         }
         let Ok(id) = secret::random_token("") else {
             return json_refusal(Refusal::ServerUnavailable, "no random bytes");
@@ -134,13 +154,20 @@ impl OAuthServer {
         let grant_id = grant.id.clone();
         if let Err(e) = self.store.update(now, |state| state.grants.push(grant)) {
             tracing::error!(event = "oauth_state_unusable", reason = %e);
-            return json_refusal(Refusal::ServerUnavailable, "the OAuth state file is unusable");
+            return json_refusal(
+                Refusal::ServerUnavailable,
+                "the OAuth state file is unusable",
+            );
         }
         tracing::info!(event = "oauth_grant_issued", grant = %grant_id, scopes = %scopes);
         self.token_response(&tokens, &scopes)
     }
 
-    fn refresh<'a>(&self, client_id: &str, get: &impl Fn(&str) -> Option<&'a str>) -> Response<Body> {
+    fn refresh<'a>(
+        &self,
+        client_id: &str,
+        get: &impl Fn(&str) -> Option<&'a str>,
+    ) -> Response<Body> {
         let Some(presented) = get("refresh_token") else {
             return json_refusal(Refusal::InvalidRequest, "refresh_token is required");
         };
@@ -175,7 +202,10 @@ impl OAuthServer {
             else {
                 return Err((Refusal::RefreshTokenInvalid, String::new()));
             };
-            if grant.client_id != client_id || grant.refresh_expires_ms <= now || grant.resource != self.resource {
+            if grant.client_id != client_id
+                || grant.refresh_expires_ms <= now
+                || grant.resource != self.resource
+            {
                 return Err((Refusal::RefreshTokenInvalid, String::new()));
             }
             if let Some(narrowed) = &narrowed {
@@ -187,7 +217,9 @@ impl OAuthServer {
                     grant.scopes = narrowed.to_string();
                 }
             }
-            grant.retired_refresh_sha256.push(grant.refresh_sha256.clone());
+            grant
+                .retired_refresh_sha256
+                .push(grant.refresh_sha256.clone());
             grant.refresh_sha256 = secret::sha256_hex(&tokens.refresh);
             grant.refresh_expires_ms = now + refresh_ttl;
             grant.access_sha256 = secret::sha256_hex(&tokens.access);
@@ -207,10 +239,15 @@ impl OAuthServer {
                 Refusal::ScopeEscalation,
                 "a refresh cannot add scopes; authorize again",
             ),
-            Ok(Err((refusal, _))) => json_refusal(refusal, "unknown, expired or revoked refresh token"),
+            Ok(Err((refusal, _))) => {
+                json_refusal(refusal, "unknown, expired or revoked refresh token")
+            }
             Err(e) => {
                 tracing::error!(event = "oauth_state_unusable", reason = %e);
-                json_refusal(Refusal::ServerUnavailable, "the OAuth state file is unusable")
+                json_refusal(
+                    Refusal::ServerUnavailable,
+                    "the OAuth state file is unusable",
+                )
             }
         }
     }
@@ -249,7 +286,8 @@ pub async fn revoke(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Resp
     let revoked = server.store.update(now_ms(), |state| {
         let before = state.grants.len();
         state.grants.retain(|g| {
-            !secret::matches_hash(&hash, &g.access_sha256) && !secret::matches_hash(&hash, &g.refresh_sha256)
+            !secret::matches_hash(&hash, &g.access_sha256)
+                && !secret::matches_hash(&hash, &g.refresh_sha256)
         });
         before != state.grants.len()
     });
@@ -262,7 +300,10 @@ pub async fn revoke(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Resp
         }
         Err(e) => {
             tracing::error!(event = "oauth_state_unusable", reason = %e);
-            json_refusal(Refusal::ServerUnavailable, "the OAuth state file is unusable")
+            json_refusal(
+                Refusal::ServerUnavailable,
+                "the OAuth state file is unusable",
+            )
         }
     }
 }

@@ -36,7 +36,11 @@ impl OAuth {
         OAuth::start_in(tree, dir, extra_env).await
     }
 
-    async fn start_in(tree: TempWorkdir, dir: tempfile::TempDir, extra_env: &[(&str, &str)]) -> OAuth {
+    async fn start_in(
+        tree: TempWorkdir,
+        dir: tempfile::TempDir,
+        extra_env: &[(&str, &str)],
+    ) -> OAuth {
         let token_file = dir.path().join("tokens.json");
         let owner = if token_file.exists() {
             String::new()
@@ -45,11 +49,20 @@ impl OAuth {
         };
         let spec = format!("w={}:rw", tree.root().display());
         let token_env = token_file.display().to_string();
-        let mut env = vec![("SERVERFS_TOKEN_FILE", token_env.as_str()), ("SERVERFS_HTTP_AUTH", "oauth")];
+        let mut env = vec![
+            ("SERVERFS_TOKEN_FILE", token_env.as_str()),
+            ("SERVERFS_HTTP_AUTH", "oauth"),
+        ];
         env.extend_from_slice(extra_env);
         let server = HttpServer::start(&["--http", "127.0.0.1:0", "--workdir", &spec], &env).await;
         let origin = server.url.trim_end_matches("/mcp").to_owned();
-        OAuth { tree, dir, server, origin, owner }
+        OAuth {
+            tree,
+            dir,
+            server,
+            origin,
+            owner,
+        }
     }
 
     fn state_file(&self) -> std::path::PathBuf {
@@ -57,11 +70,14 @@ impl OAuth {
     }
 
     async fn register(&self, redirect_uri: &str) -> String {
-        let answer = post_json(&format!("{}/register", self.origin), &json!({
-            "redirect_uris": [redirect_uri],
-            "client_name": "test client",
-            "token_endpoint_auth_method": "none",
-        }))
+        let answer = post_json(
+            &format!("{}/register", self.origin),
+            &json!({
+                "redirect_uris": [redirect_uri],
+                "client_name": "test client",
+                "token_endpoint_auth_method": "none",
+            }),
+        )
         .await;
         assert_eq!(answer.0, 201, "{}", answer.1);
         answer.1["client_id"].as_str().unwrap().to_owned()
@@ -70,12 +86,21 @@ impl OAuth {
     /// `GET /authorize` with `params`.
     async fn authorize_page(&self, params: &[(&str, &str)]) -> Page {
         let url = format!("{}/authorize?{}", self.origin, form(params));
-        let response = tokio::time::timeout(TIMEOUT, client().get(url).send()).await.unwrap().unwrap();
+        let response = tokio::time::timeout(TIMEOUT, client().get(url).send())
+            .await
+            .unwrap()
+            .unwrap();
         Page::read(response).await
     }
 
     /// The usual authorization request of `client_id`.
-    fn request<'a>(&'a self, client_id: &'a str, redirect_uri: &'a str, challenge: &'a str, scope: &'a str) -> Vec<(&'a str, &'a str)> {
+    fn request<'a>(
+        &'a self,
+        client_id: &'a str,
+        redirect_uri: &'a str,
+        challenge: &'a str,
+        scope: &'a str,
+    ) -> Vec<(&'a str, &'a str)> {
         vec![
             ("response_type", "code"),
             ("client_id", client_id),
@@ -90,7 +115,10 @@ impl OAuth {
     /// Submits the consent form of `page` with `fields` (`decision`,
     /// `proof`), carrying the page's cookie unless `cookie` overrides it.
     async fn submit(&self, page: &Page, fields: &[(&str, &str)], cookie: Option<&str>) -> Page {
-        let mut all = vec![("request_id", page.field("request_id")), ("csrf", page.field("csrf"))];
+        let mut all = vec![
+            ("request_id", page.field("request_id")),
+            ("csrf", page.field("csrf")),
+        ];
         for (name, value) in fields {
             all.retain(|(n, _)| n != name);
             all.push((name, (*value).to_owned()));
@@ -103,18 +131,39 @@ impl OAuth {
             .header("cookie", cookie)
             .body(form(&pairs))
             .send();
-        Page::read(tokio::time::timeout(TIMEOUT, response).await.unwrap().unwrap()).await
+        Page::read(
+            tokio::time::timeout(TIMEOUT, response)
+                .await
+                .unwrap()
+                .unwrap(),
+        )
+        .await
     }
 
     /// Registers nothing: runs the consent for `client_id` with the owner's
     /// token and returns the code from the redirect.
-    async fn code_for(&self, client_id: &str, redirect_uri: &str, challenge: &str, scope: &str) -> String {
-        let page = self.authorize_page(&self.request(client_id, redirect_uri, challenge, scope)).await;
+    async fn code_for(
+        &self,
+        client_id: &str,
+        redirect_uri: &str,
+        challenge: &str,
+        scope: &str,
+    ) -> String {
+        let page = self
+            .authorize_page(&self.request(client_id, redirect_uri, challenge, scope))
+            .await;
         assert_eq!(page.status, 200, "{}", page.body);
-        let done = self.submit(&page, &[("decision", "approve"), ("proof", &self.owner)], None).await;
+        let done = self
+            .submit(
+                &page,
+                &[("decision", "approve"), ("proof", &self.owner)],
+                None,
+            )
+            .await;
         assert_eq!(done.status, 303, "{}", done.body);
         let location = url::Url::parse(done.location.as_deref().unwrap()).unwrap();
-        let query: std::collections::HashMap<String, String> = location.query_pairs().into_owned().collect();
+        let query: std::collections::HashMap<String, String> =
+            location.query_pairs().into_owned().collect();
         assert_eq!(query["state"], "st-1");
         assert_eq!(query["iss"], self.origin);
         query["code"].clone()
@@ -128,7 +177,9 @@ impl OAuth {
     async fn grant(&self, scope: &str) -> Grant {
         let client_id = self.register(LOOPBACK_CALLBACK).await;
         let (verifier, challenge) = pkce();
-        let code = self.code_for(&client_id, LOOPBACK_CALLBACK, &challenge, scope).await;
+        let code = self
+            .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, scope)
+            .await;
         let (status, body) = self
             .token(&[
                 ("grant_type", "authorization_code"),
@@ -150,7 +201,14 @@ impl OAuth {
 
     /// A `tools/call` of `tool` at `/mcp` with `token` (stateless era).
     async fn call(&self, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
-        mcp_post(&self.server.url, token, "tools/call", Some(tool), json!({"name": tool, "arguments": arguments})).await
+        mcp_post(
+            &self.server.url,
+            token,
+            "tools/call",
+            Some(tool),
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .await
     }
 }
 
@@ -174,18 +232,30 @@ impl Page {
     async fn read(response: reqwest::Response) -> Page {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let location = headers.get("location").map(|v| v.to_str().unwrap().to_owned());
+        let location = headers
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_owned());
         let cookie = headers
             .get("set-cookie")
             .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
             .unwrap_or_default();
-        Page { status, location, cookie, headers, body: response.text().await.unwrap() }
+        Page {
+            status,
+            location,
+            cookie,
+            headers,
+            body: response.text().await.unwrap(),
+        }
     }
 
     /// A hidden field's value.
     fn field(&self, name: &str) -> String {
         let marker = format!("name=\"{name}\" value=\"");
-        let start = self.body.find(&marker).unwrap_or_else(|| panic!("no {name} in {}", self.body)) + marker.len();
+        let start = self
+            .body
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no {name} in {}", self.body))
+            + marker.len();
         let end = self.body[start..].find('"').unwrap();
         self.body[start..start + end].to_owned()
     }
@@ -206,7 +276,9 @@ fn client() -> reqwest::Client {
 }
 
 fn form(pairs: &[(&str, &str)]) -> String {
-    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 async fn post_form(url: &str, pairs: &[(&str, &str)]) -> (u16, Value) {
@@ -215,7 +287,10 @@ async fn post_form(url: &str, pairs: &[(&str, &str)]) -> (u16, Value) {
         .header("content-type", "application/x-www-form-urlencoded")
         .body(form(pairs))
         .send();
-    let response = tokio::time::timeout(TIMEOUT, response).await.unwrap().unwrap();
+    let response = tokio::time::timeout(TIMEOUT, response)
+        .await
+        .unwrap()
+        .unwrap();
     let status = response.status().as_u16();
     assert_eq!(response.headers()["cache-control"], "no-store");
     (status, response.json().await.unwrap())
@@ -227,13 +302,22 @@ async fn post_json(url: &str, body: &Value) -> (u16, Value) {
         .header("content-type", "application/json")
         .body(body.to_string())
         .send();
-    let response = tokio::time::timeout(TIMEOUT, response).await.unwrap().unwrap();
+    let response = tokio::time::timeout(TIMEOUT, response)
+        .await
+        .unwrap()
+        .unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
 /// A request of the stateless protocol era (no session): `method` with
 /// `params`, the `_meta` and headers that era needs.
-async fn mcp_post(url: &str, token: &str, method: &str, name: Option<&str>, mut params: Value) -> reqwest::Response {
+async fn mcp_post(
+    url: &str,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> reqwest::Response {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -251,12 +335,22 @@ async fn mcp_post(url: &str, token: &str, method: &str, name: Option<&str>, mut 
         request = request.header("mcp-name", name);
     }
     let request = request.body(body.to_string()).send();
-    tokio::time::timeout(TIMEOUT, request).await.unwrap().unwrap()
+    tokio::time::timeout(TIMEOUT, request)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// A PKCE verifier and its S256 challenge.
 fn pkce() -> (String, String) {
-    let verifier = format!("v{}", "x".repeat(50)) + &URL_SAFE_NO_PAD.encode(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos().to_be_bytes());
+    let verifier = format!("v{}", "x".repeat(50))
+        + &URL_SAFE_NO_PAD.encode(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+                .to_be_bytes(),
+        );
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     (verifier, challenge)
 }
@@ -273,7 +367,10 @@ fn www_authenticate(response: &reqwest::Response) -> String {
 fn have(what: &str, check: &mut std::process::Command) -> bool {
     let ok = check.output().is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide {what} (.ci/run installs it)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide {what} (.ci/run installs it)"
+        );
         eprintln!("skipped: {what} is missing");
     }
     ok
@@ -285,10 +382,15 @@ fn have(what: &str, check: &mut std::process::Command) -> bool {
 /// oauth revoke` both its tokens are refused at once.
 #[tokio::test]
 async fn python_sdk_oauth_client_connects_through_the_consent_page() {
-    let chromium = std::env::var("SERVERFS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
-    if !have("python3 with the mcp SDK", std::process::Command::new("python3").args(["-c", "import mcp, httpx2"]))
-        || !have("chromium", std::process::Command::new(&chromium).arg("--version"))
-    {
+    let chromium =
+        std::env::var("SERVERFS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    if !have(
+        "python3 with the mcp SDK",
+        std::process::Command::new("python3").args(["-c", "import mcp, httpx2"]),
+    ) || !have(
+        "chromium",
+        std::process::Command::new(&chromium).arg("--version"),
+    ) {
         return;
     }
     let s = OAuth::start(&[]).await;
@@ -313,30 +415,58 @@ async fn python_sdk_oauth_client_connects_through_the_consent_page() {
     .unwrap()
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "python client failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        out.status.success(),
+        "python client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let authorized = &steps[0];
     assert_eq!(authorized["step"], "authorized");
     // Discovery found the resource, so the request names it (RFC 8707),
     // with PKCE S256 and a state; the answer carries iss (RFC 9207).
     assert_eq!(
         authorized["authorize_params"],
-        json!(["client_id", "code_challenge", "code_challenge_method", "redirect_uri", "resource", "response_type", "scope", "state"])
+        json!([
+            "client_id",
+            "code_challenge",
+            "code_challenge_method",
+            "redirect_uri",
+            "resource",
+            "response_type",
+            "scope",
+            "state"
+        ])
     );
-    assert_eq!(authorized["callback_params"], json!(["code", "iss", "state"]));
+    assert_eq!(
+        authorized["callback_params"],
+        json!(["code", "iss", "state"])
+    );
     assert_eq!(authorized["client_registered"], true);
     assert_eq!(authorized["scope"], "read write agent");
     let page = &authorized["page"];
     assert_eq!(page["client"], "ServerFS OAuth test");
     assert!(page["redirect"].as_str().unwrap().starts_with("127.0.0.1:"));
     assert_eq!(page["scopes"], json!(["read", "write", "agent"]));
-    assert_eq!(page["landed"], true, "the browser followed the 303 to the client's callback");
+    assert_eq!(
+        page["landed"], true,
+        "the browser followed the 303 to the client's callback"
+    );
     let text = page["text"].as_str().unwrap();
     assert!(text.contains(&s.server.url), "{text}");
-    assert!(!text.contains(s.tree.root().to_str().unwrap()), "no host path on the page: {text}");
+    assert!(
+        !text.contains(s.tree.root().to_str().unwrap()),
+        "no host path on the page: {text}"
+    );
     assert_eq!(authorized["read"]["structured"]["content"], "hello\n");
     assert_eq!(authorized["write"]["is_error"], false);
-    assert_eq!(std::fs::read_to_string(s.tree.root().join("by-oauth.txt")).unwrap(), "hi\n");
+    assert_eq!(
+        std::fs::read_to_string(s.tree.root().join("by-oauth.txt")).unwrap(),
+        "hi\n"
+    );
     let refreshed = &steps[1];
     assert_eq!(refreshed["step"], "refreshed");
     assert_eq!(refreshed["access_changed"], true);
@@ -345,7 +475,12 @@ async fn python_sdk_oauth_client_connects_through_the_consent_page() {
     let revoked = &steps[2];
     assert_eq!(revoked["grants_listed"], 1);
     assert_eq!(revoked["mcp_status"], 401);
-    assert!(revoked["mcp_challenge"].as_str().unwrap().contains("error=\"invalid_token\""));
+    assert!(
+        revoked["mcp_challenge"]
+            .as_str()
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
     assert_eq!(revoked["refresh_status"], 400);
     assert_eq!(revoked["refresh_error"], "invalid_grant");
     // The audit trail names the grant, never a token.
@@ -355,31 +490,57 @@ async fn python_sdk_oauth_client_connects_through_the_consent_page() {
         assert!(!log.contains(secret), "{secret} leaked into the log");
     }
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "a real screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "a real screenshot"
+    );
     // UPDATE_SCREENSHOT=1 refreshes the picture docs/oauth.md shows.
     if std::env::var_os("UPDATE_SCREENSHOT").is_some() {
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/oauth-consent.png"), png).unwrap();
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/oauth-consent.png"),
+            png,
+        )
+        .unwrap();
     }
 }
 
 #[tokio::test]
 async fn discovery_documents_and_the_first_challenge() {
     let s = OAuth::start(&[]).await;
-    let answer = client().post(&s.server.url).header("content-type", "application/json").body("{}").send().await.unwrap();
+    let answer = client()
+        .post(&s.server.url)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 401);
     let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", s.origin);
     assert_eq!(
         www_authenticate(&answer),
         format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"read write agent\"")
     );
-    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
-        let prm: Value = client().get(format!("{}{path}", s.origin)).send().await.unwrap().json().await.unwrap();
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let prm: Value = client()
+            .get(format!("{}{path}", s.origin))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(prm["resource"], s.server.url.as_str());
         assert_eq!(prm["authorization_servers"], json!([s.origin]));
         assert_eq!(prm["scopes_supported"], json!(["read", "write", "agent"]));
     }
     let asm: Value = client()
-        .get(format!("{}/.well-known/oauth-authorization-server", s.origin))
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            s.origin
+        ))
         .send()
         .await
         .unwrap()
@@ -389,9 +550,18 @@ async fn discovery_documents_and_the_first_challenge() {
     assert_eq!(asm["issuer"], s.origin.as_str());
     assert_eq!(asm["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(asm["authorization_response_iss_parameter_supported"], true);
-    assert_eq!(asm["registration_endpoint"], format!("{}/register", s.origin));
+    assert_eq!(
+        asm["registration_endpoint"],
+        format!("{}/register", s.origin)
+    );
     // The owner's bearer token still works beside OAuth, with every scope.
-    let answer = s.call(&s.owner, "create_text_file", json!({"workdir": "w", "path": "b.txt", "content": "x"})).await;
+    let answer = s
+        .call(
+            &s.owner,
+            "create_text_file",
+            json!({"workdir": "w", "path": "b.txt", "content": "x"}),
+        )
+        .await;
     assert_eq!(answer.status(), 200);
 }
 
@@ -400,13 +570,18 @@ async fn denial_redirects_with_access_denied_and_iss() {
     let s = OAuth::start(&[]).await;
     let client_id = s.register(LOOPBACK_CALLBACK).await;
     let (_, challenge) = pkce();
-    let page = s.authorize_page(&s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read")).await;
+    let page = s
+        .authorize_page(&s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read"))
+        .await;
     let done = s.submit(&page, &[("decision", "deny")], None).await;
     assert_eq!(done.status, 303);
     let location = done.location.unwrap();
     assert_eq!(
         location,
-        format!("http://127.0.0.1:9/callback?error=access_denied&state=st-1&iss={}", url::form_urlencoded::byte_serialize(s.origin.as_bytes()).collect::<String>())
+        format!(
+            "http://127.0.0.1:9/callback?error=access_denied&state=st-1&iss={}",
+            url::form_urlencoded::byte_serialize(s.origin.as_bytes()).collect::<String>()
+        )
     );
 }
 
@@ -415,14 +590,36 @@ async fn a_write_tool_with_a_read_only_token_is_refused_with_insufficient_scope(
     let s = OAuth::start(&[]).await;
     let grant = s.grant("read").await;
     assert_eq!(grant.scope, "read");
-    let ok = s.call(&grant.access, "read_text_file", json!({"workdir": "w", "path": "a.txt"})).await;
+    let ok = s
+        .call(
+            &grant.access,
+            "read_text_file",
+            json!({"workdir": "w", "path": "a.txt"}),
+        )
+        .await;
     assert_eq!(ok.status(), 200);
-    let refused = s.call(&grant.access, "create_text_file", json!({"workdir": "w", "path": "c.txt", "content": "x"})).await;
+    let refused = s
+        .call(
+            &grant.access,
+            "create_text_file",
+            json!({"workdir": "w", "path": "c.txt", "content": "x"}),
+        )
+        .await;
     assert_eq!(refused.status(), 403);
     let challenge = www_authenticate(&refused);
-    assert!(challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"read write\", resource_metadata="), "{challenge}");
+    assert!(
+        challenge.starts_with(
+            "Bearer error=\"insufficient_scope\", scope=\"read write\", resource_metadata="
+        ),
+        "{challenge}"
+    );
     let body: Value = refused.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("INSUFFICIENT_SCOPE: create_text_file needs the write scope"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("INSUFFICIENT_SCOPE: create_text_file needs the write scope")
+    );
     assert!(!s.tree.root().join("c.txt").exists());
     // tools/list still lists what the server offers.
     let list = mcp_post(&s.server.url, &grant.access, "tools/list", None, json!({})).await;
@@ -450,23 +647,50 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
         }
     };
     // PKCE verifier mismatch.
-    let code = s.code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read").await;
+    let code = s
+        .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
+        .await;
     let (status, body) = exchange(code.clone(), format!("{verifier}x")).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")));
-    assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_PKCE_MISMATCH"));
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("OAUTH_PKCE_MISMATCH")
+    );
     // Reused code: the first exchange works, the second is refused and
     // revokes what the first produced.
-    let code = s.code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read").await;
+    let code = s
+        .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
+        .await;
     let (status, first) = exchange(code.clone(), verifier.clone()).await;
     assert_eq!(status, 200, "{first}");
     let access = first["access_token"].as_str().unwrap();
-    assert_eq!(s.call(access, "list_workdirs", json!({})).await.status(), 200);
+    assert_eq!(
+        s.call(access, "list_workdirs", json!({})).await.status(),
+        200
+    );
     let (status, body) = exchange(code, verifier.clone()).await;
     assert_eq!(status, 400);
-    assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_CODE_REUSED"), "{body}");
-    assert_eq!(s.call(access, "list_workdirs", json!({})).await.status(), 401, "the reused code's grant is revoked");
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("OAUTH_CODE_REUSED"),
+        "{body}"
+    );
+    assert_eq!(
+        s.call(access, "list_workdirs", json!({})).await.status(),
+        401,
+        "the reused code's grant is revoked"
+    );
     // Another redirect URI at the token endpoint.
-    let code = s.code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read").await;
+    let code = s
+        .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
+        .await;
     let (status, body) = s
         .token(&[
             ("grant_type", "authorization_code"),
@@ -477,9 +701,17 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
         ])
         .await;
     assert_eq!(status, 400);
-    assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_CODE_INVALID"), "{body}");
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("OAUTH_CODE_INVALID"),
+        "{body}"
+    );
     // Another resource (audience) than this server.
-    let code = s.code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read").await;
+    let code = s
+        .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
+        .await;
     let (status, body) = s
         .token(&[
             ("grant_type", "authorization_code"),
@@ -490,7 +722,11 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
             ("resource", "https://other.example/mcp"),
         ])
         .await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_target")), "{body}");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_target")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -500,35 +736,72 @@ async fn bad_authorization_requests_get_an_error_page_and_no_redirect() {
     let (_, challenge) = pkce();
     let base = s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read");
     let with = |name: &str, value: Option<&str>| {
-        let mut params: Vec<(&str, &str)> = base.iter().filter(|(n, _)| *n != name).copied().collect();
+        let mut params: Vec<(&str, &str)> =
+            base.iter().filter(|(n, _)| *n != name).copied().collect();
         if let Some(value) = value {
             params.push((name, value));
         }
-        params.into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect::<Vec<_>>()
+        params
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect::<Vec<_>>()
     };
     let cases = [
-        (with("code_challenge_method", Some("plain")), "OAUTH_PKCE_METHOD_UNSUPPORTED"),
-        (with("code_challenge_method", None), "OAUTH_PKCE_METHOD_UNSUPPORTED"),
+        (
+            with("code_challenge_method", Some("plain")),
+            "OAUTH_PKCE_METHOD_UNSUPPORTED",
+        ),
+        (
+            with("code_challenge_method", None),
+            "OAUTH_PKCE_METHOD_UNSUPPORTED",
+        ),
         (with("code_challenge", None), "OAUTH_PKCE_REQUIRED"),
         (with("state", None), "OAUTH_STATE_MISSING"),
-        (with("redirect_uri", Some("http://127.0.0.1:9/callback/")), "OAUTH_REDIRECT_URI_MISMATCH"),
-        (with("redirect_uri", Some("http://127.0.0.2:9/callback")), "OAUTH_REDIRECT_URI_MISMATCH"),
-        (with("redirect_uri", Some("https://evil.example/callback")), "OAUTH_REDIRECT_URI_MISMATCH"),
-        (with("client_id", Some("sfc_unknown")), "OAUTH_CLIENT_UNKNOWN"),
+        (
+            with("redirect_uri", Some("http://127.0.0.1:9/callback/")),
+            "OAUTH_REDIRECT_URI_MISMATCH",
+        ),
+        (
+            with("redirect_uri", Some("http://127.0.0.2:9/callback")),
+            "OAUTH_REDIRECT_URI_MISMATCH",
+        ),
+        (
+            with("redirect_uri", Some("https://evil.example/callback")),
+            "OAUTH_REDIRECT_URI_MISMATCH",
+        ),
+        (
+            with("client_id", Some("sfc_unknown")),
+            "OAUTH_CLIENT_UNKNOWN",
+        ),
         (with("scope", Some("read admin")), "OAUTH_SCOPE_INVALID"),
-        (with("resource", Some("https://other.example/mcp")), "OAUTH_RESOURCE_INVALID"),
-        (with("response_type", Some("token")), "OAUTH_RESPONSE_TYPE_UNSUPPORTED"),
+        (
+            with("resource", Some("https://other.example/mcp")),
+            "OAUTH_RESOURCE_INVALID",
+        ),
+        (
+            with("response_type", Some("token")),
+            "OAUTH_RESPONSE_TYPE_UNSUPPORTED",
+        ),
     ];
     for (params, code) in cases {
-        let pairs: Vec<(&str, &str)> = params.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let pairs: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
         let page = s.authorize_page(&pairs).await;
-        let status = if code == "OAUTH_CLIENT_UNKNOWN" { 401 } else { 400 };
+        let status = if code == "OAUTH_CLIENT_UNKNOWN" {
+            401
+        } else {
+            400
+        };
         page.assert_code(status, code);
     }
     // A repeated parameter is refused, not resolved.
     let mut repeated = base.clone();
     repeated.push(("state", "other"));
-    s.authorize_page(&repeated).await.assert_code(400, "OAUTH_INVALID_REQUEST");
+    s.authorize_page(&repeated)
+        .await
+        .assert_code(400, "OAUTH_INVALID_REQUEST");
 }
 
 #[tokio::test]
@@ -542,15 +815,39 @@ async fn registration_allows_loopback_and_the_allowlist_only() {
         "http://claude.ai/api/mcp/auth_callback",
         "https://evil.example/callback",
     ] {
-        let (status, body) = post_json(&format!("{}/register", s.origin), &json!({"redirect_uris": [near_miss]})).await;
-        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_redirect_uri")), "{near_miss}: {body}");
-        assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_REDIRECT_URI_NOT_ALLOWED"));
+        let (status, body) = post_json(
+            &format!("{}/register", s.origin),
+            &json!({"redirect_uris": [near_miss]}),
+        )
+        .await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_redirect_uri")),
+            "{near_miss}: {body}"
+        );
+        assert!(
+            body["error_description"]
+                .as_str()
+                .unwrap()
+                .starts_with("OAUTH_REDIRECT_URI_NOT_ALLOWED")
+        );
     }
-    let (status, body) = post_json(&format!("{}/register", s.origin), &json!({"redirect_uris": [LOOPBACK_CALLBACK], "grant_types": ["client_credentials"]})).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_client_metadata")));
+    let (status, body) = post_json(
+        &format!("{}/register", s.origin),
+        &json!({"redirect_uris": [LOOPBACK_CALLBACK], "grant_types": ["client_credentials"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_client_metadata"))
+    );
     // Registration can be turned off.
     let off = OAuth::start(&[("SERVERFS_HTTP_OAUTH_DYNAMIC_REGISTRATION", "false")]).await;
-    let (status, body) = post_json(&format!("{}/register", off.origin), &json!({"redirect_uris": [LOOPBACK_CALLBACK]})).await;
+    let (status, body) = post_json(
+        &format!("{}/register", off.origin),
+        &json!({"redirect_uris": [LOOPBACK_CALLBACK]}),
+    )
+    .await;
     assert_eq!(status, 403, "{body}");
 }
 
@@ -559,31 +856,69 @@ async fn consent_needs_the_csrf_token_and_its_cookie_and_an_ownership_proof() {
     let s = OAuth::start(&[]).await;
     let client_id = s.register(LOOPBACK_CALLBACK).await;
     let (_, challenge) = pkce();
-    let page = s.authorize_page(&s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read")).await;
+    let page = s
+        .authorize_page(&s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read"))
+        .await;
     assert_eq!(page.status, 200);
     // Framing is refused by headers.
     assert_eq!(page.headers["x-frame-options"], "DENY");
-    let csp = page.headers["content-security-policy"].to_str().unwrap().to_owned();
-    for directive in ["default-src 'none'", "frame-ancestors 'none'", "script-src 'none'", "form-action 'self' http://127.0.0.1:9"] {
+    let csp = page.headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for directive in [
+        "default-src 'none'",
+        "frame-ancestors 'none'",
+        "script-src 'none'",
+        "form-action 'self' http://127.0.0.1:9",
+    ] {
         assert!(csp.contains(directive), "{directive} missing from {csp}");
     }
     assert_eq!(page.headers["cache-control"], "no-store");
     assert!(page.cookie.starts_with("sfs_consent_"), "{}", page.cookie);
-    assert!(page.headers["set-cookie"].to_str().unwrap().contains("HttpOnly; SameSite=Strict"));
-    assert!(!page.body.contains("<script") && !page.body.contains("src=\"http"), "no script, no external asset");
+    assert!(
+        page.headers["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("HttpOnly; SameSite=Strict")
+    );
+    assert!(
+        !page.body.contains("<script") && !page.body.contains("src=\"http"),
+        "no script, no external asset"
+    );
     // CSRF: a wrong form token, or the right one without its cookie.
     let proof = [("decision", "approve"), ("proof", s.owner.as_str())];
     let mut forged = proof.to_vec();
     forged.push(("csrf", "forged"));
-    s.submit(&page, &forged, None).await.assert_code(403, "OAUTH_CSRF_MISMATCH");
-    s.submit(&page, &proof, Some("sfs_consent_x=y")).await.assert_code(403, "OAUTH_CSRF_MISMATCH");
+    s.submit(&page, &forged, None)
+        .await
+        .assert_code(403, "OAUTH_CSRF_MISMATCH");
+    s.submit(&page, &proof, Some("sfs_consent_x=y"))
+        .await
+        .assert_code(403, "OAUTH_CSRF_MISMATCH");
     // No proof, then wrong proofs; the fifth drops the request.
-    s.submit(&page, &[("decision", "approve")], None).await.assert_code(403, "OAUTH_OWNER_PROOF_REQUIRED");
+    s.submit(&page, &[("decision", "approve")], None)
+        .await
+        .assert_code(403, "OAUTH_OWNER_PROOF_REQUIRED");
     for _ in 0..4 {
-        s.submit(&page, &[("decision", "approve"), ("proof", "sfs_wrong")], None).await.assert_code(403, "OAUTH_OWNER_PROOF_INVALID");
+        s.submit(
+            &page,
+            &[("decision", "approve"), ("proof", "sfs_wrong")],
+            None,
+        )
+        .await
+        .assert_code(403, "OAUTH_OWNER_PROOF_INVALID");
     }
-    s.submit(&page, &[("decision", "approve"), ("proof", "ABCD-EFGH-JKMN")], None).await.assert_code(403, "OAUTH_TOO_MANY_ATTEMPTS");
-    s.submit(&page, &proof, None).await.assert_code(400, "OAUTH_REQUEST_EXPIRED");
+    s.submit(
+        &page,
+        &[("decision", "approve"), ("proof", "ABCD-EFGH-JKMN")],
+        None,
+    )
+    .await
+    .assert_code(403, "OAUTH_TOO_MANY_ATTEMPTS");
+    s.submit(&page, &proof, None)
+        .await
+        .assert_code(400, "OAUTH_REQUEST_EXPIRED");
 }
 
 #[tokio::test]
@@ -594,19 +929,32 @@ async fn a_one_time_approval_code_from_the_cli_approves_once() {
         .arg(s.state_file())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let code = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert_eq!(code.len(), 14, "{code}");
-    assert!(!std::fs::read_to_string(s.state_file()).unwrap().contains(&code), "only its hash is stored");
+    assert!(
+        !std::fs::read_to_string(s.state_file())
+            .unwrap()
+            .contains(&code),
+        "only its hash is stored"
+    );
     let client_id = s.register(LOOPBACK_CALLBACK).await;
     let (_, challenge) = pkce();
     let request = s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read");
     let page = s.authorize_page(&request).await;
     let typed = code.to_lowercase().replace('-', " ");
-    let done = s.submit(&page, &[("decision", "approve"), ("proof", &typed)], None).await;
+    let done = s
+        .submit(&page, &[("decision", "approve"), ("proof", &typed)], None)
+        .await;
     assert_eq!(done.status, 303, "{}", done.body);
     let again = s.authorize_page(&request).await;
-    s.submit(&again, &[("decision", "approve"), ("proof", &code)], None).await.assert_code(403, "OAUTH_OWNER_PROOF_INVALID");
+    s.submit(&again, &[("decision", "approve"), ("proof", &code)], None)
+        .await
+        .assert_code(403, "OAUTH_OWNER_PROOF_INVALID");
 }
 
 #[tokio::test]
@@ -617,7 +965,11 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
         let client_id = grant.client_id.clone();
         let s = &s;
         async move {
-            let mut params = vec![("grant_type", "refresh_token"), ("refresh_token", token.as_str()), ("client_id", client_id.as_str())];
+            let mut params = vec![
+                ("grant_type", "refresh_token"),
+                ("refresh_token", token.as_str()),
+                ("client_id", client_id.as_str()),
+            ];
             if let Some(scope) = scope {
                 params.push(("scope", scope));
             }
@@ -626,21 +978,47 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
     };
     // Scope escalation at refresh.
     let (status, body) = refresh(grant.refresh.clone(), Some("read write")).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_scope")), "{body}");
-    assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_SCOPE_ESCALATION"));
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_scope")),
+        "{body}"
+    );
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("OAUTH_SCOPE_ESCALATION")
+    );
     // A refresh replaces both tokens; the old access token stops working.
     let (status, fresh) = refresh(grant.refresh.clone(), None).await;
     assert_eq!(status, 200, "{fresh}");
     assert_eq!(fresh["scope"], "read");
     assert_ne!(fresh["refresh_token"], grant.refresh.as_str());
-    assert_eq!(s.call(&grant.access, "list_workdirs", json!({})).await.status(), 401);
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        401
+    );
     let access = fresh["access_token"].as_str().unwrap();
-    assert_eq!(s.call(access, "list_workdirs", json!({})).await.status(), 200);
+    assert_eq!(
+        s.call(access, "list_workdirs", json!({})).await.status(),
+        200
+    );
     // The replaced refresh token again: a leaked copy; the grant goes.
     let (status, body) = refresh(grant.refresh.clone(), None).await;
     assert_eq!(status, 400);
-    assert!(body["error_description"].as_str().unwrap().starts_with("OAUTH_REFRESH_TOKEN_REUSED"), "{body}");
-    assert_eq!(s.call(access, "list_workdirs", json!({})).await.status(), 401);
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("OAUTH_REFRESH_TOKEN_REUSED"),
+        "{body}"
+    );
+    assert_eq!(
+        s.call(access, "list_workdirs", json!({})).await.status(),
+        401
+    );
     let (status, _) = refresh(fresh["refresh_token"].as_str().unwrap().to_owned(), None).await;
     assert_eq!(status, 400, "the whole grant is revoked");
 }
@@ -662,16 +1040,34 @@ async fn expired_and_foreign_audience_tokens_are_refused() {
     assert!(www_authenticate(&answer).contains("error_description=\"OAUTH_TOKEN_EXPIRED\""));
     state["grants"][0]["access_expires_ms"] = json!(u64::MAX / 2);
     std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
-    assert_eq!(s.call(&grant.access, "list_workdirs", json!({})).await.status(), 200);
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        200
+    );
     // The same state file under another canonical resource: the token's
     // audience is the old one.
-    let OAuth { tree, dir, server, .. } = s;
+    let OAuth {
+        tree, dir, server, ..
+    } = s;
     drop(server);
-    let moved = OAuth::start_in(tree, dir, &[("SERVERFS_HTTP_OAUTH_PUBLIC_URL", "http://localhost:1/mcp")]).await;
+    let moved = OAuth::start_in(
+        tree,
+        dir,
+        &[("SERVERFS_HTTP_OAUTH_PUBLIC_URL", "http://localhost:1/mcp")],
+    )
+    .await;
     let answer = moved.call(&grant.access, "list_workdirs", json!({})).await;
     assert_eq!(answer.status(), 401);
-    assert!(www_authenticate(&answer).contains("error_description=\"OAUTH_AUDIENCE_MISMATCH\""), "{}", www_authenticate(&answer));
-    assert!(www_authenticate(&answer).contains("resource_metadata=\"http://localhost:1/.well-known/oauth-protected-resource/mcp\""));
+    assert!(
+        www_authenticate(&answer).contains("error_description=\"OAUTH_AUDIENCE_MISMATCH\""),
+        "{}",
+        www_authenticate(&answer)
+    );
+    assert!(www_authenticate(&answer).contains(
+        "resource_metadata=\"http://localhost:1/.well-known/oauth-protected-resource/mcp\""
+    ));
 }
 
 /// A minimal HTTP server on loopback answering every request with the
@@ -708,10 +1104,13 @@ async fn a_client_id_metadata_document_names_the_client() {
     let s = OAuth::start(&[]).await;
     let (_, challenge) = pkce();
     let url = format!("{base}/client.json");
-    let page = s.authorize_page(&s.request(&url, LOOPBACK_CALLBACK, &challenge, "read")).await;
+    let page = s
+        .authorize_page(&s.request(&url, LOOPBACK_CALLBACK, &challenge, "read"))
+        .await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
-        page.body.contains("Metadata Client") && page.body.contains("described by its metadata document"),
+        page.body.contains("Metadata Client")
+            && page.body.contains("described by its metadata document"),
         "{}",
         page.body
     );
@@ -727,15 +1126,28 @@ async fn a_client_id_metadata_document_names_the_client() {
 
 /// Signs `claims` as a JWT with the fixture key `key` (EdDSA, `kid` idp).
 fn jwt(claims: &Value, key: &str) -> String {
-    let der = std::fs::read(format!("{}/tests/fixtures/oauth/{key}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let der = std::fs::read(format!(
+        "{}/tests/fixtures/oauth/{key}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
     header.kid = Some("idp".to_owned());
-    jsonwebtoken::encode(&header, claims, &jsonwebtoken::EncodingKey::from_ed_der(&der)).unwrap()
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &jsonwebtoken::EncodingKey::from_ed_der(&der),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
 async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
-    let x = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oauth/idp-ed25519.x")).unwrap();
+    let x = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oauth/idp-ed25519.x"
+    ))
+    .unwrap();
     let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]});
     let (jwks_base, _served) = serve_json(|_| jwks.to_string()).await;
     let issuer = "https://idp.example";
@@ -745,25 +1157,88 @@ async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_
         ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
     ])
     .await;
-    let prm: Value = client().get(format!("{}/.well-known/oauth-protected-resource/mcp", s.origin)).send().await.unwrap().json().await.unwrap();
+    let prm: Value = client()
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            s.origin
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(prm["authorization_servers"], json!([issuer, s.origin]));
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let claims = |iss: &str, aud: &str, exp: u64, scope: &str| json!({"iss": iss, "aud": aud, "exp": exp, "sub": "alice", "scope": scope});
-    let good = jwt(&claims(issuer, &s.server.url, now + 300, "read openid"), "idp-ed25519.pkcs8.der");
-    assert_eq!(s.call(&good, "read_text_file", json!({"workdir": "w", "path": "a.txt"})).await.status(), 200);
-    let refused = s.call(&good, "delete_file", json!({"workdir": "w", "path": "a.txt"})).await;
+    let good = jwt(
+        &claims(issuer, &s.server.url, now + 300, "read openid"),
+        "idp-ed25519.pkcs8.der",
+    );
+    assert_eq!(
+        s.call(
+            &good,
+            "read_text_file",
+            json!({"workdir": "w", "path": "a.txt"})
+        )
+        .await
+        .status(),
+        200
+    );
+    let refused = s
+        .call(
+            &good,
+            "delete_file",
+            json!({"workdir": "w", "path": "a.txt"}),
+        )
+        .await;
     assert_eq!(refused.status(), 403, "read scope only");
     let cases = [
-        (jwt(&claims(issuer, "https://other.example/mcp", now + 300, "read"), "idp-ed25519.pkcs8.der"), "OAUTH_AUDIENCE_MISMATCH"),
-        (jwt(&claims("https://other-idp.example", &s.server.url, now + 300, "read"), "idp-ed25519.pkcs8.der"), "OAUTH_ISSUER_UNKNOWN"),
-        (jwt(&claims(issuer, &s.server.url, now - 600, "read"), "idp-ed25519.pkcs8.der"), "OAUTH_TOKEN_EXPIRED"),
-        (jwt(&claims(issuer, &s.server.url, now + 300, "read"), "other-ed25519.pkcs8.der"), "OAUTH_TOKEN_INVALID"),
+        (
+            jwt(
+                &claims(issuer, "https://other.example/mcp", now + 300, "read"),
+                "idp-ed25519.pkcs8.der",
+            ),
+            "OAUTH_AUDIENCE_MISMATCH",
+        ),
+        (
+            jwt(
+                &claims(
+                    "https://other-idp.example",
+                    &s.server.url,
+                    now + 300,
+                    "read",
+                ),
+                "idp-ed25519.pkcs8.der",
+            ),
+            "OAUTH_ISSUER_UNKNOWN",
+        ),
+        (
+            jwt(
+                &claims(issuer, &s.server.url, now - 600, "read"),
+                "idp-ed25519.pkcs8.der",
+            ),
+            "OAUTH_TOKEN_EXPIRED",
+        ),
+        (
+            jwt(
+                &claims(issuer, &s.server.url, now + 300, "read"),
+                "other-ed25519.pkcs8.der",
+            ),
+            "OAUTH_TOKEN_INVALID",
+        ),
     ];
     for (token, code) in cases {
         let answer = s.call(&token, "list_workdirs", json!({})).await;
         assert_eq!(answer.status(), 401, "{code}");
         let challenge = www_authenticate(&answer);
-        assert!(challenge.contains(&format!("error_description=\"{code}\"")), "{code}: {challenge}");
+        assert!(
+            challenge.contains(&format!("error_description=\"{code}\"")),
+            "{code}: {challenge}"
+        );
     }
     // Without an external issuer, any JWT is another issuer's.
     let plain = OAuth::start(&[]).await;
@@ -782,22 +1257,45 @@ async fn oauth_list_and_revoke_and_token_list_show_grants() {
             .arg(s.state_file())
             .output()
             .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (ok, listing, _) = run(&["oauth", "list"]);
     assert!(ok);
-    assert!(listing.contains("client \"test client\"") && listing.contains("scopes read") && listing.contains("approved by token:owner"), "{listing}");
-    assert!(!listing.contains(&grant.access) && !listing.contains("sha256"), "no token or hash: {listing}");
+    assert!(
+        listing.contains("client \"test client\"")
+            && listing.contains("scopes read")
+            && listing.contains("approved by token:owner"),
+        "{listing}"
+    );
+    assert!(
+        !listing.contains(&grant.access) && !listing.contains("sha256"),
+        "no token or hash: {listing}"
+    );
     let token_list = std::process::Command::new(binary())
         .args(["token", "list", "--token-file"])
         .arg(s.dir.path().join("tokens.json"))
         .output()
         .unwrap();
     let token_list = String::from_utf8_lossy(&token_list.stdout).into_owned();
-    assert!(token_list.contains("owner\t") && token_list.contains("oauth:"), "{token_list}");
+    assert!(
+        token_list.contains("owner\t") && token_list.contains("oauth:"),
+        "{token_list}"
+    );
     let (ok, _, err) = run(&["oauth", "revoke", "nonexistent"]);
-    assert!(!ok && err.contains("no OAuth grant or client \"nonexistent\""), "{err}");
+    assert!(
+        !ok && err.contains("no OAuth grant or client \"nonexistent\""),
+        "{err}"
+    );
     let (ok, _, _) = run(&["oauth", "revoke", &grant.client_id]);
     assert!(ok);
-    assert_eq!(s.call(&grant.access, "list_workdirs", json!({})).await.status(), 401);
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        401
+    );
 }
