@@ -337,13 +337,16 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
         Some(_) => report.warn(
             "oauth public url",
             format!(
-                "{resource} is plain http on loopback: hosted clients (claude.ai, ChatGPT) need                  a public https URL, e.g. through a tunnel"
+                "{resource} is plain http on loopback: hosted clients (claude.ai, ChatGPT) need \
+                 a public https URL, e.g. through a tunnel"
             ),
         ),
         None => report.warn(
             "oauth public url",
             format!(
-                "not set: the canonical resource is {resource}, usable by clients on this                  machine only; set http.oauth.public_url to the tunnel's https URL for hosted                  clients"
+                "not set: the canonical resource is {resource}, usable by clients on this \
+                 machine only; set http.oauth.public_url to the tunnel's https URL for hosted \
+                 clients"
             ),
         ),
     }
@@ -352,7 +355,8 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
     if allowed.is_empty() {
         report.warn(
             "oauth redirect allowlist",
-            "empty: self-registered clients may only use loopback redirects (claude.ai and              ChatGPT cannot connect)",
+            "empty: self-registered clients may only use loopback redirects (claude.ai and \
+             ChatGPT cannot connect)",
         );
     } else {
         let others = allowed

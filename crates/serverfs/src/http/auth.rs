@@ -92,7 +92,9 @@ impl Authenticator {
     ) -> Result<Option<Principal>, Response<Body>> {
         match self {
             Authenticator::None => Ok(None),
-            Authenticator::Bearer(store) => bearer(store, presented).map(Some),
+            Authenticator::Bearer(store) => {
+                bearer(store, presented).map(Some).map_err(unauthorized)
+            }
             Authenticator::OAuth(server) => match server.authenticate(presented).await {
                 Ok(principal) => Ok(Some(principal)),
                 Err(refusal) => {
@@ -145,10 +147,10 @@ where
     })
 }
 
-/// A bearer token of the token file.
-fn bearer(store: &TokenStore, presented: Option<&str>) -> Result<Principal, Response<Body>> {
+/// A bearer token of the token file, or why it is refused.
+fn bearer(store: &TokenStore, presented: Option<&str>) -> Result<Principal, &'static str> {
     let Some(presented) = presented.filter(|t| !t.is_empty()) else {
-        return Err(unauthorized("missing bearer token"));
+        return Err("missing bearer token");
     };
     match store.verify(presented) {
         Ok(Some(entry)) => Ok(Principal {
@@ -158,11 +160,11 @@ fn bearer(store: &TokenStore, presented: Option<&str>) -> Result<Principal, Resp
         }),
         Ok(None) => {
             tracing::info!(event = "auth_failed", reason = "unknown token");
-            Err(unauthorized("invalid bearer token"))
+            Err("invalid bearer token")
         }
         Err(reason) => {
             tracing::error!(event = "token_file_unusable", reason = %reason);
-            Err(unauthorized("token store unavailable"))
+            Err("token store unavailable")
         }
     }
 }

@@ -5,7 +5,8 @@ authorization server, registers itself (RFC 7591), and opens the
 authorization URL; headless Chromium, driven over the Chrome DevTools
 Protocol on a pipe, shows the consent page, types the ownership proof,
 takes a screenshot and approves; the browser lands on this script's
-loopback callback, and the SDK exchanges the code and calls tools. Then a
+loopback callback (and then shows that a page of another origin cannot
+frame the consent page), and the SDK exchanges the code and calls tools. Then a
 refresh, and a revocation through `serverfs oauth revoke`, after which
 both the access token and the refresh token must be refused at once.
 
@@ -17,6 +18,7 @@ Never prints a token.
 
 import asyncio
 import base64
+import html
 import http.server
 import json
 import os
@@ -65,11 +67,19 @@ class Callback:
     def __init__(self) -> None:
         self.query: dict[str, str] | None = None
         self.received = threading.Event()
+        # A page of another origin that frames given URLs (the framing check).
+        self.frame_page = b""
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 (the stdlib's name)
                 parsed = urllib.parse.urlparse(self.path)
+                if parsed.path == "/frames":
+                    self.send_response(200)
+                    self.send_header("content-type", "text/html")
+                    self.end_headers()
+                    self.wfile.write(outer.frame_page)
+                    return
                 if parsed.path != "/callback":  # e.g. the browser's favicon.ico
                     self.send_response(404)
                     self.end_headers()
@@ -92,6 +102,12 @@ class Callback:
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}/callback"
+
+    def frames_uri(self, *urls: str) -> str:
+        """A page framing each of `urls`."""
+        frames = "".join(f'<iframe src="{html.escape(url)}"></iframe>' for url in urls)
+        self.frame_page = f"<!doctype html><html><body>{frames}</body></html>".encode()
+        return f"http://127.0.0.1:{self.port}/frames"
 
 
 class Browser:
@@ -230,9 +246,28 @@ def consent_in_browser(chromium: str, url: str, proof: str, screenshot: str, cal
         shown["landed"] = bool(
             browser.wait_for(f"location.href.startsWith({json.dumps(callback.uri + '?')})")
         )
+        shown["framed"] = framed(browser, callback, url)
         return shown
     finally:
         browser.close()
+
+
+def framed(browser: Browser, callback: Callback, consent_url: str) -> dict:
+    """What a page of another origin gets when it frames the consent page,
+    and, for comparison, the server's /healthz (which allows framing):
+    the URL each frame ended up showing."""
+    healthz = consent_url.split("/authorize", 1)[0] + "/healthz"
+    browser.call("Page.navigate", {"url": callback.frames_uri(consent_url, healthz)})
+    browser.wait_for("document.readyState === 'complete' && document.querySelectorAll('iframe').length === 2")
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        children = browser.call("Page.getFrameTree")["frameTree"].get("childFrames", [])
+        urls = [child["frame"]["url"] for child in children]
+        if len(urls) == 2 and "about:blank" not in urls:
+            return {"consent": urls[0], "control": urls[1]}
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"frames never loaded: {urls}")
+        time.sleep(0.05)
 
 
 async def tool_text(session: ClientSession, name: str, arguments: dict) -> dict:

@@ -455,6 +455,22 @@ async fn python_sdk_oauth_client_connects_through_the_consent_page() {
         page["landed"], true,
         "the browser followed the 303 to the client's callback"
     );
+    // Framed by a page of another origin, the browser refuses to show the
+    // consent page (an error page instead), while /healthz, which sends no
+    // framing headers, shows in the frame beside it.
+    let framed = &page["framed"];
+    assert!(
+        framed["consent"]
+            .as_str()
+            .unwrap()
+            .starts_with("chrome-error://"),
+        "{framed}"
+    );
+    assert_eq!(
+        framed["control"],
+        format!("{}/healthz", s.origin),
+        "{framed}"
+    );
     let text = page["text"].as_str().unwrap();
     assert!(text.contains(&s.server.url), "{text}");
     assert!(
@@ -1240,6 +1256,32 @@ async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_
             "{code}: {challenge}"
         );
     }
+    // The same keys from a local JWKS file.
+    let keys = tempfile::tempdir().unwrap();
+    let jwks_file = keys.path().join("jwks.json");
+    std::fs::write(&jwks_file, jwks.to_string()).unwrap();
+    let jwks_file = jwks_file.display().to_string();
+    let from_file = OAuth::start(&[
+        ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", issuer),
+        ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_FILE", &jwks_file),
+    ])
+    .await;
+    for (key, status) in [
+        ("idp-ed25519.pkcs8.der", 200),
+        ("other-ed25519.pkcs8.der", 401),
+    ] {
+        let token = jwt(
+            &claims(issuer, &from_file.server.url, now + 300, "read"),
+            key,
+        );
+        let answer = from_file.call(&token, "list_workdirs", json!({})).await;
+        assert_eq!(
+            answer.status(),
+            status,
+            "{key}: {}",
+            www_authenticate(&answer)
+        );
+    }
     // Without an external issuer, any JWT is another issuer's.
     let plain = OAuth::start(&[]).await;
     let answer = plain.call(&good, "list_workdirs", json!({})).await;
@@ -1297,5 +1339,58 @@ async fn oauth_list_and_revoke_and_token_list_show_grants() {
             .await
             .status(),
         401
+    );
+}
+
+/// With `accept_bearer_tokens` off a bearer token no longer opens `/mcp`,
+/// yet it still proves ownership on the consent page; a client's own RFC
+/// 7009 revocation ends its grant at once, access and refresh token alike.
+#[tokio::test]
+async fn bearer_tokens_can_be_turned_off_and_clients_revoke_their_own_grant() {
+    let s = OAuth::start(&[("SERVERFS_HTTP_OAUTH_ACCEPT_BEARER_TOKENS", "false")]).await;
+    let answer = s.call(&s.owner, "list_workdirs", json!({})).await;
+    assert_eq!(answer.status(), 401);
+    assert!(
+        www_authenticate(&answer).contains("error_description=\"OAUTH_TOKEN_INVALID\""),
+        "{}",
+        www_authenticate(&answer)
+    );
+    let grant = s.grant("read").await;
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        200
+    );
+    let revoke = format!("{}/revoke", s.origin);
+    // An unknown token is no error (RFC 7009 §2.2), and revokes nothing.
+    assert_eq!(post_form(&revoke, &[("token", "sfr_unknown")]).await.0, 200);
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        post_form(&revoke, &[("token", &grant.refresh)]).await.0,
+        200
+    );
+    assert_eq!(
+        s.call(&grant.access, "list_workdirs", json!({}))
+            .await
+            .status(),
+        401
+    );
+    let (status, body) = s
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &grant.refresh),
+            ("client_id", &grant.client_id),
+        ])
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "{body}"
     );
 }
