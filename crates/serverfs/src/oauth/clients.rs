@@ -1,8 +1,11 @@
 //! Who a `client_id` is: a client the operator registered, one that
 //! registered itself, or — when the id is an `https` URL — the client its
-//! client ID metadata document describes (fetched, checked, cached).
+//! client ID metadata document describes (fetched, checked, cached; a
+//! server reachable from elsewhere fetches from public addresses only,
+//! see [`super::public_addr`]).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,7 @@ use url::Url;
 
 use super::OAuthServer;
 use super::error::Refusal;
-use super::redirect;
+use super::{public_addr, redirect};
 
 /// How long a fetched metadata document is used.
 const DOCUMENT_TTL: Duration = Duration::from_secs(300);
@@ -118,7 +121,8 @@ impl OAuthServer {
             return None;
         }
         let url = Url::parse(client_id).ok()?;
-        let local_ok = url.scheme() == "https" || self.resource.starts_with("http://");
+        let local_ok =
+            url.scheme() == "https" || !super::is_reachable_from_elsewhere(&self.resource);
         (is_secure_url(&url) && local_ok && url.path() != "/" && url.query().is_none())
             .then_some(url)
     }
@@ -147,8 +151,20 @@ impl OAuthServer {
             tracing::info!(event = "oauth_client_document_refused", reason = why);
             Refusal::ClientMetadataInvalid
         };
+        // The resolver keeps names to public addresses; an IP literal is
+        // connected to as it is, so it is checked here.
+        let literal = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            Some(url::Host::Domain(_)) | None => None,
+        };
+        if super::is_reachable_from_elsewhere(&self.resource)
+            && literal.is_some_and(|ip| !public_addr::is_public(ip))
+        {
+            return Err(invalid("address not public"));
+        }
         let response = self
-            .http
+            .document_http
             .get(url.as_str())
             .header("accept", "application/json")
             .send()

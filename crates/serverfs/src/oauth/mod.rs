@@ -27,6 +27,7 @@ pub mod consent;
 pub mod error;
 pub mod jwt;
 pub mod metadata;
+pub mod public_addr;
 pub mod redirect;
 pub mod register;
 pub mod resource;
@@ -73,7 +74,9 @@ pub struct OAuthServer {
     flows: Mutex<authorize::Flows>,
     /// Client ID metadata documents fetched lately.
     documents: clients::DocumentCache,
-    http: reqwest::Client,
+    /// Fetches client ID metadata documents (URLs anyone may name): on a
+    /// server with an `https` resource, public addresses only.
+    document_http: reqwest::Client,
 }
 
 /// Why the OAuth server cannot start.
@@ -102,17 +105,34 @@ impl OAuthServer {
         let settings = http.oauth.clone();
         let resource = settings.canonical_resource(local);
         let issuer = origin_of(&resource);
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(OAuthSetupError::HttpClient)?;
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        // A server only this machine can reach (an `http` resource) may
+        // fetch documents from it, as a development set-up does; any
+        // other keeps to public addresses, and no proxy resolves for it.
+        let document_http = if is_reachable_from_elsewhere(&resource) {
+            builder()
+                .no_proxy()
+                .dns_resolver(public_addr::PublicResolver)
+                .build()
+        } else {
+            builder().build()
+        }
+        .map_err(OAuthSetupError::HttpClient)?;
         let store = OAuthStore::new(settings.state_file.clone());
         store.load()?;
-        let external = settings
-            .external
-            .as_ref()
-            .map(|external| JwtVerifier::new(external, &resource, client.clone()));
+        // The external issuer's keys come from a URL the operator chose.
+        let external = match &settings.external {
+            Some(external) => Some(JwtVerifier::new(
+                external,
+                &resource,
+                builder().build().map_err(OAuthSetupError::HttpClient)?,
+            )),
+            None => None,
+        };
         Ok(OAuthServer {
             resource_metadata_url: format!("{issuer}/.well-known/oauth-protected-resource/mcp"),
             issuer,
@@ -122,7 +142,7 @@ impl OAuthServer {
             external,
             flows: Mutex::new(authorize::Flows::default()),
             documents: clients::DocumentCache::default(),
-            http: client,
+            document_http,
             settings,
         })
     }
@@ -180,6 +200,12 @@ pub fn routes(server: Arc<OAuthServer>) -> Router {
         .route("/revoke", post(token::revoke))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(server)
+}
+
+/// Whether clients on other machines can reach the resource: it is
+/// `https` (a plain `http` resource is a loopback one).
+fn is_reachable_from_elsewhere(resource: &str) -> bool {
+    resource.starts_with("https://")
 }
 
 /// `scheme://host[:port]` of an absolute URL.

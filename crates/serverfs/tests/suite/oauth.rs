@@ -1140,6 +1140,48 @@ async fn a_client_id_metadata_document_names_the_client() {
         .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
 }
 
+/// A server reachable from elsewhere (an `https` public URL) fetches
+/// client ID metadata documents from public addresses only: a `client_id`
+/// pointing at this machine is refused without a connection being made
+/// (no request forgery through the server).
+#[tokio::test]
+async fn a_public_server_never_fetches_a_metadata_document_from_its_own_machine() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    let _listening = tokio::spawn(async move {
+        // Each connection is counted, then closed (a TLS client fails fast).
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let s = OAuth::start(&[(
+        "SERVERFS_HTTP_OAUTH_PUBLIC_URL",
+        "https://mcp.example.com/mcp",
+    )])
+    .await;
+    let (_, challenge) = pkce();
+    for client_id in [
+        format!("https://127.0.0.1:{port}/client.json"),
+        format!("https://localhost:{port}/client.json"),
+    ] {
+        s.authorize_page(&s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read"))
+            .await
+            .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "no connection to this machine"
+    );
+    let log = s.server.stderr();
+    assert!(log.contains("\"reason\":\"address not public\""), "{log}");
+}
+
 /// Signs `claims` as a JWT with the fixture key `key` (EdDSA, `kid` idp).
 fn jwt(claims: &Value, key: &str) -> String {
     let der = std::fs::read(format!(
