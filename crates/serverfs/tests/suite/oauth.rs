@@ -65,6 +65,37 @@ impl OAuth {
         }
     }
 
+    /// Like [`OAuth::start`], configured by a file whose `[http.oauth]`
+    /// table holds `oauth_toml`.
+    async fn start_configured(oauth_toml: &str) -> OAuth {
+        let tree = TempWorkdir::new();
+        tree.file("a.txt", "hello\n");
+        let dir = tempfile::tempdir().unwrap();
+        let token_file = dir.path().join("tokens.json");
+        let owner = create_token(&token_file, "owner");
+        let config = dir.path().join("serverfs.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[http]\nauth = \"oauth\"\ntoken_file = {:?}\n\n[http.oauth]\n{oauth_toml}\n\n\
+                 [[workdirs]]\nalias = \"w\"\npath = {:?}\nread_only = false\n",
+                token_file.to_str().unwrap(),
+                tree.root().to_str().unwrap(),
+            ),
+        )
+        .unwrap();
+        let config = config.display().to_string();
+        let server = HttpServer::start(&["--http", "127.0.0.1:0", "--config", &config], &[]).await;
+        let origin = server.url.trim_end_matches("/mcp").to_owned();
+        OAuth {
+            tree,
+            dir,
+            server,
+            origin,
+            owner,
+        }
+    }
+
     fn state_file(&self) -> std::path::PathBuf {
         self.dir.path().join("oauth.json")
     }
@@ -818,6 +849,83 @@ async fn bad_authorization_requests_get_an_error_page_and_no_redirect() {
     s.authorize_page(&repeated)
         .await
         .assert_code(400, "OAUTH_INVALID_REQUEST");
+}
+
+/// A client the operator registered in `[[http.oauth.clients]]`: the
+/// consent page says so, only its own redirect URIs (exactly) are
+/// accepted, and its code exchanges like any other.
+#[tokio::test]
+async fn a_pre_registered_client_uses_exactly_its_configured_redirect_uris() {
+    let s = OAuth::start_configured(
+        "dynamic_registration = false\n\n[[http.oauth.clients]]\nclient_id = \"desk\"\n\
+         name = \"Desk Client\"\nredirect_uris = [\"http://127.0.0.1:9/callback\", \
+         \"https://desk.example/oauth/cb\"]",
+    )
+    .await;
+    let (verifier, challenge) = pkce();
+    for near_miss in [
+        "https://desk.example/oauth/cb/",
+        "https://desk.example/oauth/cb?x=1",
+        "https://desk.example.evil.example/oauth/cb",
+        "http://desk.example/oauth/cb",
+        "http://127.0.0.1:9/other",
+        HOSTED_CALLBACK,
+    ] {
+        s.authorize_page(&s.request("desk", near_miss, &challenge, "read"))
+            .await
+            .assert_code(400, "OAUTH_REDIRECT_URI_MISMATCH");
+    }
+    let page = s
+        .authorize_page(&s.request("desk", "https://desk.example/oauth/cb", &challenge, "read"))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Desk Client")
+            && page.body.contains("registered by this server's operator"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("desk.example"), "{}", page.body);
+    // Loopback redirects match whatever their port (RFC 8252).
+    let code = s
+        .code_for(
+            "desk",
+            "http://127.0.0.1:4711/callback",
+            &challenge,
+            "read write",
+        )
+        .await;
+    let (status, body) = s
+        .token(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", "desk"),
+            ("redirect_uri", "http://127.0.0.1:4711/callback"),
+            ("code_verifier", &verifier),
+        ])
+        .await;
+    assert_eq!(
+        (status, body["scope"].as_str()),
+        (200, Some("read write")),
+        "{body}"
+    );
+    let access = body["access_token"].as_str().unwrap();
+    let answer = s
+        .call(
+            access,
+            "create_text_file",
+            json!({"workdir": "w", "path": "d.txt", "content": "d"}),
+        )
+        .await;
+    assert_eq!(answer.status(), 200);
+    assert!(s.tree.root().join("d.txt").exists());
+    // Registration is off: an unknown client stays unknown.
+    let (status, _) = post_json(
+        &format!("{}/register", s.origin),
+        &json!({"redirect_uris": [LOOPBACK_CALLBACK]}),
+    )
+    .await;
+    assert_eq!(status, 403);
 }
 
 #[tokio::test]
