@@ -97,6 +97,24 @@ fn toml_path(path: &Path) -> String {
     format!("{:?}", path.to_str().unwrap())
 }
 
+/// `serverfs token create NAME` into `tokens`; the token it printed.
+fn create_token(tokens: &Path, name: &str) -> String {
+    let created = serverfs(
+        &[
+            "token",
+            "create",
+            name,
+            "--token-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(created.code, Some(0), "{created:?}");
+    let token = created.stdout.trim().to_owned();
+    assert!(token.starts_with("sfs_"), "{created:?}");
+    token
+}
+
 #[test]
 fn a_sound_configuration_passes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -197,19 +215,7 @@ fn a_shared_token_file_fails_and_no_token_is_shown() {
     let root = tmp.path().join("w");
     std::fs::create_dir(&root).unwrap();
     let tokens = tmp.path().join("tokens.json");
-    let created = serverfs(
-        &[
-            "token",
-            "create",
-            "laptop",
-            "--token-file",
-            tokens.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(created.code, Some(0), "{created:?}");
-    let token = created.stdout.trim().to_owned();
-    assert!(token.starts_with("sfs_"), "{created:?}");
+    let token = create_token(&tokens, "laptop");
     let stored: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     let hash = stored["tokens"][0]["sha256"].as_str().unwrap().to_owned();
@@ -384,17 +390,7 @@ fn oauth_settings_are_checked() {
     let root = tmp.path().join("w");
     std::fs::create_dir(&root).unwrap();
     let tokens = tmp.path().join("tokens.json");
-    let created = serverfs(
-        &[
-            "token",
-            "create",
-            "me",
-            "--token-file",
-            tokens.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(created.code, Some(0), "{created:?}");
+    create_token(&tokens, "me");
     let x = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/oauth/idp-ed25519.x"

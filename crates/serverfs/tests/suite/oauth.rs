@@ -230,6 +230,13 @@ impl OAuth {
         }
     }
 
+    /// The HTTP status of a `list_workdirs` call with `token`: whether the
+    /// token opens `/mcp` at all.
+    async fn list_status(&self, token: &str) -> u16 {
+        let answer = self.call(token, "list_workdirs", json!({})).await;
+        answer.status().as_u16()
+    }
+
     /// A `tools/call` of `tool` at `/mcp` with `token` (stateless era).
     async fn call(&self, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
         mcp_post(
@@ -325,6 +332,14 @@ async fn post_form(url: &str, pairs: &[(&str, &str)]) -> (u16, Value) {
     let status = response.status().as_u16();
     assert_eq!(response.headers()["cache-control"], "no-store");
     (status, response.json().await.unwrap())
+}
+
+async fn get_json(url: &str) -> Value {
+    let response = tokio::time::timeout(TIMEOUT, client().get(url).send())
+        .await
+        .unwrap()
+        .unwrap();
+    response.json().await.unwrap()
 }
 
 async fn post_json(url: &str, body: &Value) -> (u16, Value) {
@@ -571,29 +586,16 @@ async fn discovery_documents_and_the_first_challenge() {
         "/.well-known/oauth-protected-resource/mcp",
         "/.well-known/oauth-protected-resource",
     ] {
-        let prm: Value = client()
-            .get(format!("{}{path}", s.origin))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let prm: Value = get_json(&format!("{}{path}", s.origin)).await;
         assert_eq!(prm["resource"], s.server.url.as_str());
         assert_eq!(prm["authorization_servers"], json!([s.origin]));
         assert_eq!(prm["scopes_supported"], json!(["read", "write", "agent"]));
     }
-    let asm: Value = client()
-        .get(format!(
-            "{}/.well-known/oauth-authorization-server",
-            s.origin
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let asm: Value = get_json(&format!(
+        "{}/.well-known/oauth-authorization-server",
+        s.origin
+    ))
+    .await;
     assert_eq!(asm["issuer"], s.origin.as_str());
     assert_eq!(asm["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(asm["authorization_response_iss_parameter_supported"], true);
@@ -716,10 +718,7 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
     let (status, first) = exchange(code.clone(), verifier.clone()).await;
     assert_eq!(status, 200, "{first}");
     let access = first["access_token"].as_str().unwrap();
-    assert_eq!(
-        s.call(access, "list_workdirs", json!({})).await.status(),
-        200
-    );
+    assert_eq!(s.list_status(access).await, 200);
     let (status, body) = exchange(code, verifier.clone()).await;
     assert_eq!(status, 400);
     assert!(
@@ -730,7 +729,7 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
         "{body}"
     );
     assert_eq!(
-        s.call(access, "list_workdirs", json!({})).await.status(),
+        s.list_status(access).await,
         401,
         "the reused code's grant is revoked"
     );
@@ -1118,17 +1117,9 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
     assert_eq!(status, 200, "{fresh}");
     assert_eq!(fresh["scope"], "read");
     assert_ne!(fresh["refresh_token"], grant.refresh.as_str());
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        401
-    );
+    assert_eq!(s.list_status(&grant.access).await, 401);
     let access = fresh["access_token"].as_str().unwrap();
-    assert_eq!(
-        s.call(access, "list_workdirs", json!({})).await.status(),
-        200
-    );
+    assert_eq!(s.list_status(access).await, 200);
     // The replaced refresh token again: a leaked copy; the grant goes.
     let (status, body) = refresh(grant.refresh.clone(), None).await;
     assert_eq!(status, 400);
@@ -1139,10 +1130,7 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
             .starts_with("OAUTH_REFRESH_TOKEN_REUSED"),
         "{body}"
     );
-    assert_eq!(
-        s.call(access, "list_workdirs", json!({})).await.status(),
-        401
-    );
+    assert_eq!(s.list_status(access).await, 401);
     let (status, _) = refresh(fresh["refresh_token"].as_str().unwrap().to_owned(), None).await;
     assert_eq!(status, 400, "the whole grant is revoked");
 }
@@ -1164,12 +1152,7 @@ async fn expired_and_foreign_audience_tokens_are_refused() {
     assert!(www_authenticate(&answer).contains("error_description=\"OAUTH_TOKEN_EXPIRED\""));
     state["grants"][0]["access_expires_ms"] = json!(u64::MAX / 2);
     std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(s.list_status(&grant.access).await, 200);
     // The same state file under another canonical resource: the token's
     // audience is the old one.
     let OAuth {
@@ -1323,17 +1306,11 @@ async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_
         ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
     ])
     .await;
-    let prm: Value = client()
-        .get(format!(
-            "{}/.well-known/oauth-protected-resource/mcp",
-            s.origin
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let prm: Value = get_json(&format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        s.origin
+    ))
+    .await;
     assert_eq!(prm["authorization_servers"], json!([issuer, s.origin]));
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -1484,12 +1461,7 @@ async fn oauth_list_and_revoke_and_token_list_show_grants() {
     );
     let (ok, _, _) = run(&["oauth", "revoke", &grant.client_id]);
     assert!(ok);
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        401
-    );
+    assert_eq!(s.list_status(&grant.access).await, 401);
 }
 
 /// With `accept_bearer_tokens` off a bearer token no longer opens `/mcp`,
@@ -1506,31 +1478,16 @@ async fn bearer_tokens_can_be_turned_off_and_clients_revoke_their_own_grant() {
         www_authenticate(&answer)
     );
     let grant = s.grant("read").await;
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(s.list_status(&grant.access).await, 200);
     let revoke = format!("{}/revoke", s.origin);
     // An unknown token is no error (RFC 7009 §2.2), and revokes nothing.
     assert_eq!(post_form(&revoke, &[("token", "sfr_unknown")]).await.0, 200);
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(s.list_status(&grant.access).await, 200);
     assert_eq!(
         post_form(&revoke, &[("token", &grant.refresh)]).await.0,
         200
     );
-    assert_eq!(
-        s.call(&grant.access, "list_workdirs", json!({}))
-            .await
-            .status(),
-        401
-    );
+    assert_eq!(s.list_status(&grant.access).await, 401);
     let (status, body) = s
         .token(&[
             ("grant_type", "refresh_token"),
