@@ -65,6 +65,23 @@ impl OAuth {
         }
     }
 
+    /// `serverfs oauth ARGS --state-file <this server's>`: whether it
+    /// succeeded, its stdout and its stderr.
+    fn oauth_cli(&self, args: &[&str]) -> (bool, String, String) {
+        let out = std::process::Command::new(binary())
+            .arg("oauth")
+            .args(args)
+            .arg("--state-file")
+            .arg(self.state_file())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Like [`OAuth::start`], configured by a file whose `[http.oauth]`
     /// table holds `oauth_toml`.
     async fn start_configured(oauth_toml: &str) -> OAuth {
@@ -204,6 +221,28 @@ impl OAuth {
         post_form(&format!("{}/token", self.origin), params).await
     }
 
+    /// Exchanges `code` at the token endpoint, naming `resource` if given.
+    async fn exchange(
+        &self,
+        client_id: &str,
+        code: &str,
+        redirect_uri: &str,
+        verifier: &str,
+        resource: Option<&str>,
+    ) -> (u16, Value) {
+        let mut params = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", client_id),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        if let Some(resource) = resource {
+            params.push(("resource", resource));
+        }
+        self.token(&params).await
+    }
+
     /// A fresh grant: registration, consent, code exchange.
     async fn grant(&self, scope: &str) -> Grant {
         let client_id = self.register(LOOPBACK_CALLBACK).await;
@@ -212,14 +251,13 @@ impl OAuth {
             .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, scope)
             .await;
         let (status, body) = self
-            .token(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("client_id", &client_id),
-                ("redirect_uri", LOOPBACK_CALLBACK),
-                ("code_verifier", &verifier),
-                ("resource", &self.server.url),
-            ])
+            .exchange(
+                &client_id,
+                &code,
+                LOOPBACK_CALLBACK,
+                &verifier,
+                Some(&self.server.url),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         Grant {
@@ -399,6 +437,12 @@ fn pkce() -> (String, String) {
         );
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     (verifier, challenge)
+}
+
+/// Asserts that a JSON refusal's description starts with the stable `code`.
+fn assert_described(body: &Value, code: &str) {
+    let description = body["error_description"].as_str().unwrap_or_default();
+    assert!(description.starts_with(code), "{code}: {body}");
 }
 
 fn www_authenticate(response: &reqwest::Response) -> String {
@@ -681,53 +725,40 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
     let s = OAuth::start(&[]).await;
     let client_id = s.register(LOOPBACK_CALLBACK).await;
     let (verifier, challenge) = pkce();
-    let exchange = |code: String, verifier: String| {
-        let client_id = client_id.clone();
-        let s = &s;
-        async move {
-            s.token(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("client_id", &client_id),
-                ("redirect_uri", LOOPBACK_CALLBACK),
-                ("code_verifier", &verifier),
-            ])
-            .await
-        }
-    };
     // PKCE verifier mismatch.
     let code = s
         .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
         .await;
-    let (status, body) = exchange(code.clone(), format!("{verifier}x")).await;
+    let (status, body) = s
+        .exchange(
+            &client_id,
+            &code,
+            LOOPBACK_CALLBACK,
+            &format!("{verifier}x"),
+            None,
+        )
+        .await;
     assert_eq!(
         (status, body["error"].as_str()),
         (400, Some("invalid_grant"))
     );
-    assert!(
-        body["error_description"]
-            .as_str()
-            .unwrap()
-            .starts_with("OAUTH_PKCE_MISMATCH")
-    );
+    assert_described(&body, "OAUTH_PKCE_MISMATCH");
     // Reused code: the first exchange works, the second is refused and
     // revokes what the first produced.
     let code = s
         .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
         .await;
-    let (status, first) = exchange(code.clone(), verifier.clone()).await;
+    let (status, first) = s
+        .exchange(&client_id, &code, LOOPBACK_CALLBACK, &verifier, None)
+        .await;
     assert_eq!(status, 200, "{first}");
     let access = first["access_token"].as_str().unwrap();
     assert_eq!(s.list_status(access).await, 200);
-    let (status, body) = exchange(code, verifier.clone()).await;
+    let (status, body) = s
+        .exchange(&client_id, &code, LOOPBACK_CALLBACK, &verifier, None)
+        .await;
     assert_eq!(status, 400);
-    assert!(
-        body["error_description"]
-            .as_str()
-            .unwrap()
-            .starts_with("OAUTH_CODE_REUSED"),
-        "{body}"
-    );
+    assert_described(&body, "OAUTH_CODE_REUSED");
     assert_eq!(
         s.list_status(access).await,
         401,
@@ -738,35 +769,28 @@ async fn authorization_codes_are_single_use_and_pkce_bound() {
         .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
         .await;
     let (status, body) = s
-        .token(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("client_id", &client_id),
-            ("redirect_uri", "http://127.0.0.1:9/other"),
-            ("code_verifier", &verifier),
-        ])
+        .exchange(
+            &client_id,
+            &code,
+            "http://127.0.0.1:9/other",
+            &verifier,
+            None,
+        )
         .await;
     assert_eq!(status, 400);
-    assert!(
-        body["error_description"]
-            .as_str()
-            .unwrap()
-            .starts_with("OAUTH_CODE_INVALID"),
-        "{body}"
-    );
+    assert_described(&body, "OAUTH_CODE_INVALID");
     // Another resource (audience) than this server.
     let code = s
         .code_for(&client_id, LOOPBACK_CALLBACK, &challenge, "read")
         .await;
     let (status, body) = s
-        .token(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("client_id", &client_id),
-            ("redirect_uri", LOOPBACK_CALLBACK),
-            ("code_verifier", &verifier),
-            ("resource", "https://other.example/mcp"),
-        ])
+        .exchange(
+            &client_id,
+            &code,
+            LOOPBACK_CALLBACK,
+            &verifier,
+            Some("https://other.example/mcp"),
+        )
         .await;
     assert_eq!(
         (status, body["error"].as_str()),
@@ -895,13 +919,13 @@ async fn a_pre_registered_client_uses_exactly_its_configured_redirect_uris() {
         )
         .await;
     let (status, body) = s
-        .token(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("client_id", "desk"),
-            ("redirect_uri", "http://127.0.0.1:4711/callback"),
-            ("code_verifier", &verifier),
-        ])
+        .exchange(
+            "desk",
+            &code,
+            "http://127.0.0.1:4711/callback",
+            &verifier,
+            None,
+        )
         .await;
     assert_eq!(
         (status, body["scope"].as_str()),
@@ -948,12 +972,7 @@ async fn registration_allows_loopback_and_the_allowlist_only() {
             (400, Some("invalid_redirect_uri")),
             "{near_miss}: {body}"
         );
-        assert!(
-            body["error_description"]
-                .as_str()
-                .unwrap()
-                .starts_with("OAUTH_REDIRECT_URI_NOT_ALLOWED")
-        );
+        assert_described(&body, "OAUTH_REDIRECT_URI_NOT_ALLOWED");
     }
     let (status, body) = post_json(
         &format!("{}/register", s.origin),
@@ -1047,17 +1066,9 @@ async fn consent_needs_the_csrf_token_and_its_cookie_and_an_ownership_proof() {
 #[tokio::test]
 async fn a_one_time_approval_code_from_the_cli_approves_once() {
     let s = OAuth::start(&[]).await;
-    let out = std::process::Command::new(binary())
-        .args(["oauth", "approve-code", "--state-file"])
-        .arg(s.state_file())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let code = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let (ok, printed, err) = s.oauth_cli(&["approve-code"]);
+    assert!(ok, "{err}");
+    let code = printed.trim().to_owned();
     assert_eq!(code.len(), 14, "{code}");
     assert!(
         !std::fs::read_to_string(s.state_file())
@@ -1106,12 +1117,7 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
         (400, Some("invalid_scope")),
         "{body}"
     );
-    assert!(
-        body["error_description"]
-            .as_str()
-            .unwrap()
-            .starts_with("OAUTH_SCOPE_ESCALATION")
-    );
+    assert_described(&body, "OAUTH_SCOPE_ESCALATION");
     // A refresh replaces both tokens; the old access token stops working.
     let (status, fresh) = refresh(grant.refresh.clone(), None).await;
     assert_eq!(status, 200, "{fresh}");
@@ -1123,13 +1129,7 @@ async fn refresh_rotates_detects_reuse_and_never_widens_scopes() {
     // The replaced refresh token again: a leaked copy; the grant goes.
     let (status, body) = refresh(grant.refresh.clone(), None).await;
     assert_eq!(status, 400);
-    assert!(
-        body["error_description"]
-            .as_str()
-            .unwrap()
-            .starts_with("OAUTH_REFRESH_TOKEN_REUSED"),
-        "{body}"
-    );
+    assert_described(&body, "OAUTH_REFRESH_TOKEN_REUSED");
     assert_eq!(s.list_status(access).await, 401);
     let (status, _) = refresh(fresh["refresh_token"].as_str().unwrap().to_owned(), None).await;
     assert_eq!(status, 400, "the whole grant is revoked");
@@ -1419,20 +1419,7 @@ async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_
 async fn oauth_list_and_revoke_and_token_list_show_grants() {
     let s = OAuth::start(&[]).await;
     let grant = s.grant("read").await;
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(binary())
-            .args(args)
-            .arg("--state-file")
-            .arg(s.state_file())
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (ok, listing, _) = run(&["oauth", "list"]);
+    let (ok, listing, _) = s.oauth_cli(&["list"]);
     assert!(ok);
     assert!(
         listing.contains("client \"test client\"")
@@ -1454,12 +1441,12 @@ async fn oauth_list_and_revoke_and_token_list_show_grants() {
         token_list.contains("owner\t") && token_list.contains("oauth:"),
         "{token_list}"
     );
-    let (ok, _, err) = run(&["oauth", "revoke", "nonexistent"]);
+    let (ok, _, err) = s.oauth_cli(&["revoke", "nonexistent"]);
     assert!(
         !ok && err.contains("no OAuth grant or client \"nonexistent\""),
         "{err}"
     );
-    let (ok, _, _) = run(&["oauth", "revoke", &grant.client_id]);
+    let (ok, _, _) = s.oauth_cli(&["revoke", &grant.client_id]);
     assert!(ok);
     assert_eq!(s.list_status(&grant.access).await, 401);
 }
