@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use serverfs_testkit::TempWorkdir;
 use sha2::{Digest, Sha256};
 
-use crate::common::http::{HttpServer, create_token};
+use crate::common::http::{HttpServer, create_token, raw_initialize};
 use crate::common::{TIMEOUT, binary};
 
 const HOSTED_CALLBACK: &str = "https://claude.ai/api/mcp/auth_callback";
@@ -1487,4 +1487,43 @@ async fn bearer_tokens_can_be_turned_off_and_clients_revoke_their_own_grant() {
         (400, Some("invalid_grant")),
         "{body}"
     );
+}
+
+/// The `initialize` of a legacy session with `token`: its status.
+async fn legacy_session_status(url: &str, token: &str) -> u16 {
+    let authorization = format!("Bearer {token}");
+    raw_initialize(url, &[("authorization", &authorization)], None)
+        .await
+        .status()
+        .as_u16()
+}
+
+/// A grant's legacy sessions belong to the grant: `serverfs oauth revoke`
+/// closes them, so their room in the session bound is free again.
+#[tokio::test]
+async fn revoking_a_grant_closes_its_legacy_sessions() {
+    let s = OAuth::start(&[("SERVERFS_HTTP_MAX_SESSIONS", "2")]).await;
+    let grant = s.grant("read").await;
+    for _ in 0..2 {
+        assert_eq!(
+            legacy_session_status(&s.server.url, &grant.access).await,
+            200
+        );
+    }
+    assert_eq!(
+        legacy_session_status(&s.server.url, &s.owner).await,
+        429,
+        "the grant's sessions fill the bound"
+    );
+    let (ok, _, err) = s.oauth_cli(&["revoke", &grant.client_id]);
+    assert!(ok, "{err}");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while legacy_session_status(&s.server.url, &s.owner).await != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the revoked grant's sessions were never closed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(s.server.stderr().contains("session_closed"));
 }
