@@ -17,6 +17,7 @@ use crate::error::{ConfigError, SlotProblem, one_line};
 use crate::http::HttpAuth;
 use crate::limits::{self, Limit};
 use crate::model::{LogLevel, TextContent};
+use crate::oauth::RawOAuth;
 use crate::parse;
 use crate::provider_cgroup::ProviderCgroup;
 use crate::qoder_auth::QoderAuth;
@@ -498,7 +499,7 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
         Some(text) => Some(HttpAuth::parse(&text.to_ascii_lowercase()).ok_or_else(|| {
             ConfigError::InvalidValue {
                 key: "SERVERFS_HTTP_AUTH".to_owned(),
-                expected: "one of bearer, none",
+                expected: "one of bearer, none, oauth",
                 got: get("SERVERFS_HTTP_AUTH").unwrap_or_default().to_owned(),
             }
         })?),
@@ -521,6 +522,7 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
         PathDefaults::Native => native_token_file(env),
     };
     Ok(RawHttp {
+        oauth: oauth_vars(env)?,
         bind: non_empty(get("SERVERFS_HTTP_BIND"))
             .map(|bind| Val::set(bind.to_owned(), "SERVERFS_HTTP_BIND")),
         auth: Val::or_default(auth, HttpAuth::default(), "SERVERFS_HTTP_AUTH"),
@@ -576,6 +578,71 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
             )?,
         },
     })
+}
+
+/// The `SERVERFS_HTTP_OAUTH_*` variables. Pre-registered clients are a
+/// TOML-only setting (`[[http.oauth.clients]]`).
+fn oauth_vars(env: &Env) -> Result<RawOAuth, ConfigError> {
+    let get = |name: &str| non_empty(env.get(name).map(String::as_str));
+    let text = |name: &str| get(name).map(|v| Val::set(v.to_owned(), name));
+    let absolute = |name: &str| match get(name) {
+        None => Ok(None),
+        Some(path) if Path::new(path).is_absolute() => {
+            Ok(Some(Val::set(PathBuf::from(path), name)))
+        }
+        Some(path) => Err(ConfigError::InvalidValue {
+            key: name.to_owned(),
+            expected: "an absolute path",
+            got: path.to_owned(),
+        }),
+    };
+    let mut raw =
+        RawOAuth::defaults(|name| format!("SERVERFS_HTTP_OAUTH_{}", name.to_ascii_uppercase()));
+    raw.public_url = text("SERVERFS_HTTP_OAUTH_PUBLIC_URL");
+    raw.state_file = absolute("SERVERFS_HTTP_OAUTH_STATE_FILE")?;
+    for (target, name) in [
+        (
+            &mut raw.access_token_ttl_s,
+            "SERVERFS_HTTP_OAUTH_ACCESS_TOKEN_TTL_S",
+        ),
+        (
+            &mut raw.refresh_token_ttl_s,
+            "SERVERFS_HTTP_OAUTH_REFRESH_TOKEN_TTL_S",
+        ),
+    ] {
+        if let Some(value) = parse::strict_int(name, get(name))? {
+            *target = Val::set(value, name);
+        }
+    }
+    if let Some(list) = get("SERVERFS_HTTP_OAUTH_ALLOWED_REDIRECT_URIS") {
+        raw.allowed_redirect_uris = Val::set(
+            parse::list(Some(list)),
+            "SERVERFS_HTTP_OAUTH_ALLOWED_REDIRECT_URIS",
+        );
+    }
+    for (target, name) in [
+        (
+            &mut raw.dynamic_registration,
+            "SERVERFS_HTTP_OAUTH_DYNAMIC_REGISTRATION",
+        ),
+        (
+            &mut raw.client_metadata_documents,
+            "SERVERFS_HTTP_OAUTH_CLIENT_METADATA_DOCUMENTS",
+        ),
+        (
+            &mut raw.accept_bearer_tokens,
+            "SERVERFS_HTTP_OAUTH_ACCEPT_BEARER_TOKENS",
+        ),
+    ] {
+        if let Some(value) = parse::strict_bool(name, get(name))? {
+            *target = Val::set(value, name);
+        }
+    }
+    raw.external_issuer = text("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER");
+    raw.external_jwks_file = absolute("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_FILE")?;
+    raw.external_jwks_url = text("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL");
+    raw.external_audience = text("SERVERFS_HTTP_OAUTH_EXTERNAL_AUDIENCE");
+    Ok(raw)
 }
 
 /// Default bearer token file of a native install:

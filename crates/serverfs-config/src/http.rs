@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ConfigError;
 use crate::limits;
+use crate::oauth::{self, OAuthSettings};
 
 /// How requests to the HTTP listener are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -28,17 +29,22 @@ pub enum HttpAuth {
     /// No authentication: only on a loopback address, or anywhere with
     /// `trust_network` on.
     None,
+    /// OAuth 2.1 access tokens (the built-in authorization server's, or an
+    /// external issuer's JWTs), and the token file's bearer tokens unless
+    /// `accept_bearer_tokens` is off.
+    OAuth,
 }
 
 impl HttpAuth {
     /// Every mode, the default first.
-    pub const ALL: [HttpAuth; 2] = [HttpAuth::Bearer, HttpAuth::None];
+    pub const ALL: [HttpAuth; 3] = [HttpAuth::Bearer, HttpAuth::None, HttpAuth::OAuth];
 
-    /// The wire spelling: `bearer` or `none`.
+    /// The wire spelling: `bearer`, `none` or `oauth`.
     pub const fn as_str(self) -> &'static str {
         match self {
             HttpAuth::Bearer => "bearer",
             HttpAuth::None => "none",
+            HttpAuth::OAuth => "oauth",
         }
     }
 
@@ -97,6 +103,8 @@ pub struct HttpSettings {
     pub shutdown_grace_ms: u64,
     /// Bounds on connections and legacy MCP sessions.
     pub connections: ConnectionLimits,
+    /// The OAuth settings, used when `auth` is [`HttpAuth::OAuth`].
+    pub oauth: OAuthSettings,
 }
 
 /// Bounds on HTTP connections and legacy MCP sessions, which keep a
@@ -153,12 +161,13 @@ impl HttpSettings {
             trust_network: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            token_file,
             request_timeout_ms: limits::HTTP_REQUEST_TIMEOUT_MS.default,
             max_concurrent_requests: u32::try_from(limits::HTTP_MAX_CONCURRENT_REQUESTS.default)
                 .unwrap_or(u32::MAX),
             shutdown_grace_ms: limits::HTTP_SHUTDOWN_GRACE_MS.default,
+            oauth: OAuthSettings::with_defaults(&token_file),
             connections: ConnectionLimits::default(),
+            token_file,
         }
     }
 
@@ -195,6 +204,10 @@ impl HttpSettings {
             "http.trust_network",
         )?;
         check_token_file(self.auth, &self.token_file, "http.token_file", "http.auth")?;
+        if self.auth == HttpAuth::OAuth {
+            oauth::check_public_url(bind, &self.oauth, "http.oauth.public_url")?;
+            check_state_file(&self.oauth.state_file, "http.oauth.state_file")?;
+        }
         Ok(EffectiveHttp {
             bind,
             auth: self.auth,
@@ -205,6 +218,7 @@ impl HttpSettings {
             max_concurrent_requests: self.max_concurrent_requests,
             shutdown_grace_ms: self.shutdown_grace_ms,
             connections: self.connections,
+            oauth: self.oauth.clone(),
         })
     }
 }
@@ -231,6 +245,8 @@ pub struct EffectiveHttp {
     pub shutdown_grace_ms: u64,
     /// Bounds on connections and legacy MCP sessions.
     pub connections: ConnectionLimits,
+    /// The OAuth settings, used when `auth` is [`HttpAuth::OAuth`].
+    pub oauth: OAuthSettings,
 }
 
 /// Whether `ip` is a loopback address: 127.0.0.0/8 or ::1 (an IPv4-mapped
@@ -249,7 +265,7 @@ pub(crate) fn check_auth_bind(
     trust_key: &str,
 ) -> Result<(), ConfigError> {
     match auth {
-        HttpAuth::Bearer => Ok(()),
+        HttpAuth::Bearer | HttpAuth::OAuth => Ok(()),
         HttpAuth::None if trust_network || is_loopback(bind.ip()) => Ok(()),
         HttpAuth::None => Err(ConfigError::Conflict {
             key: auth_key.to_owned(),
@@ -273,15 +289,29 @@ pub(crate) fn check_token_file(
 ) -> Result<(), ConfigError> {
     match auth {
         HttpAuth::None => Ok(()),
-        HttpAuth::Bearer if token_file.is_absolute() => Ok(()),
-        HttpAuth::Bearer => Err(ConfigError::Conflict {
+        HttpAuth::Bearer | HttpAuth::OAuth if token_file.is_absolute() => Ok(()),
+        HttpAuth::Bearer | HttpAuth::OAuth => Err(ConfigError::Conflict {
             key: token_key.to_owned(),
             reason: format!(
-                "must be an absolute path while {auth_key} is \"bearer\", got {token_file:?} \
+                "must be an absolute path while {auth_key} is \"{auth}\", got {token_file:?} \
                  (set it, or set XDG_CONFIG_HOME or HOME for the default)"
             ),
         }),
     }
+}
+
+/// The OAuth state file must not move with the working directory either.
+pub(crate) fn check_state_file(state_file: &Path, state_key: &str) -> Result<(), ConfigError> {
+    if state_file.is_absolute() {
+        return Ok(());
+    }
+    Err(ConfigError::Conflict {
+        key: state_key.to_owned(),
+        reason: format!(
+            "must be an absolute path, got {state_file:?} (set it, or give the token file an \
+             absolute path: the default is oauth.json beside it)"
+        ),
+    })
 }
 
 /// An allowed `Host` value: a name or `name:port`, as the header carries

@@ -59,7 +59,7 @@ fn auth_spelling_and_default() {
     }
     assert_eq!(
         HttpAuth::ALL.map(HttpAuth::as_str),
-        ["bearer", "none"],
+        ["bearer", "none", "oauth"],
         "wire spelling"
     );
     for bad in ["Bearer", "NONE", "", "basic", " bearer"] {
@@ -143,6 +143,7 @@ fn toml_defaults_take_the_token_file_from_xdg_config_home_then_home() {
         allowed_hosts: Vec::new(),
         allowed_origins: Vec::new(),
         token_file: PathBuf::from(token_file),
+        oauth: crate::OAuthSettings::with_defaults(&PathBuf::from(token_file)),
         request_timeout_ms: 120_000,
         max_concurrent_requests: 64,
         shutdown_grace_ms: 10_000,
@@ -241,6 +242,7 @@ max_sessions_per_token = 1
             ],
             allowed_origins: vec!["https://chatgpt.com".to_owned(), "null".to_owned()],
             token_file: PathBuf::from("/etc/serverfs/tokens.json"),
+            oauth: crate::OAuthSettings::with_defaults(&PathBuf::from("/etc/serverfs/tokens.json")),
             request_timeout_ms: 1000,
             max_concurrent_requests: 10_000,
             shutdown_grace_ms: 0,
@@ -334,6 +336,7 @@ fn every_http_variable_is_read() {
         allowed_hosts: vec!["mcp.example.com".to_owned(), "tunnel:8080".to_owned()],
         allowed_origins: vec!["https://chatgpt.com".to_owned(), "null".to_owned()],
         token_file: PathBuf::from("/data/tokens.json"),
+        oauth: crate::OAuthSettings::with_defaults(&PathBuf::from("/data/tokens.json")),
         request_timeout_ms: 5000,
         max_concurrent_requests: 8,
         shutdown_grace_ms: 0,
@@ -408,7 +411,7 @@ fn toml_errors_name_their_key() {
         ),
         (
             "auth = \"Bearer\"",
-            "http.auth: expected one of \"bearer\", \"none\", got \"Bearer\"",
+            "http.auth: expected one of \"bearer\", \"none\", \"oauth\", got \"Bearer\"",
         ),
         (
             "allowed_hosts = [\"ok\", \"\"]",
@@ -525,7 +528,7 @@ fn environment_errors_name_their_variable() {
         (
             "SERVERFS_HTTP_AUTH",
             "basic",
-            "SERVERFS_HTTP_AUTH: expected one of bearer, none, got \"basic\"",
+            "SERVERFS_HTTP_AUTH: expected one of bearer, none, oauth, got \"basic\"",
         ),
         (
             "SERVERFS_HTTP_TRUST_NETWORK",
@@ -682,6 +685,7 @@ fn effective_allows_no_auth_on_loopback() {
                 allowed_hosts: Vec::new(),
                 allowed_origins: Vec::new(),
                 token_file: PathBuf::from("/t/tokens.json"),
+                oauth: crate::OAuthSettings::with_defaults(&PathBuf::from("/t/tokens.json")),
                 request_timeout_ms: 120_000,
                 max_concurrent_requests: 64,
                 shutdown_grace_ms: 10_000,
@@ -736,6 +740,7 @@ fn effective_allows_bearer_anywhere() {
             allowed_hosts: vec!["mcp.example.com".to_owned()],
             allowed_origins: vec!["https://chatgpt.com".to_owned()],
             token_file: PathBuf::from("/srv/tokens.json"),
+            oauth: crate::OAuthSettings::with_defaults(&PathBuf::from("/srv/tokens.json")),
             request_timeout_ms: 5_000,
             max_concurrent_requests: 3,
             shutdown_grace_ms: 0,

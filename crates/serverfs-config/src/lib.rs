@@ -68,6 +68,7 @@ mod error;
 mod http;
 mod limits;
 mod model;
+mod oauth;
 mod parse;
 mod provider_cgroup;
 mod qoder_auth;
@@ -92,6 +93,10 @@ pub use codex::{CodexSettings, CodexTransport};
 pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem};
 pub use http::{ConnectionLimits, EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, TextContent, WorkdirConfig};
+pub use oauth::{
+    ExternalIssuer, HOSTED_CLIENT_CALLBACKS, JwksSource, OAuthClient, OAuthSettings,
+    is_loopback_host, is_secure_url,
+};
 pub use provider_cgroup::ProviderCgroup;
 pub use qoder_auth::{QODER_TOKEN_VARIABLE, QoderAuth};
 pub use source::{ConfigSource, select_source};

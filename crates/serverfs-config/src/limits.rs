@@ -153,6 +153,12 @@ pub(crate) const HTTP_SESSION_IDLE_TIMEOUT_MS: Limit = limit(120_000, 1_000, 86_
 pub(crate) const HTTP_MAX_SESSIONS: Limit = limit(1_024, 1, 100_000);
 pub(crate) const HTTP_MAX_SESSIONS_PER_TOKEN: Limit = limit(128, 1, 100_000);
 
+// OAuth token lifetimes, in seconds: access tokens are short-lived (an
+// hour by default, a day at most); a refresh token (rotated at every use)
+// lives 30 days by default, a year at most.
+pub(crate) const OAUTH_ACCESS_TOKEN_TTL_S: Limit = limit(3_600, 60, 86_400);
+pub(crate) const OAUTH_REFRESH_TOKEN_TTL_S: Limit = limit(2_592_000, 3_600, 31_536_000);
+
 /// Number of `[[workdirs]]` a configuration may hold (spec §2.6).
 pub(crate) const MAX_WORKDIRS: usize = 64;
 

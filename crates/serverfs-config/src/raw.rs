@@ -195,6 +195,7 @@ pub(crate) struct RawHttp {
     pub max_concurrent_requests: Val<i64>,
     pub shutdown_grace_ms: Val<i64>,
     pub connections: RawConnectionLimits,
+    pub oauth: crate::oauth::RawOAuth,
 }
 
 /// The bounds on HTTP connections and sessions, as written.

@@ -331,6 +331,9 @@ fn http_report(out: &mut String, h: &HttpSettings) {
         );
     }
     let _ = writeln!(out, "  token file: {}", h.token_file.display());
+    if h.auth == crate::http::HttpAuth::OAuth {
+        oauth_report(out, &h.oauth);
+    }
     let _ = writeln!(
         out,
         "  limits: request_timeout_ms {}, max_concurrent_requests {}, shutdown_grace_ms {}",
@@ -347,6 +350,71 @@ fn http_report(out: &mut String, h: &HttpSettings) {
         "  sessions: max_sessions {}, max_sessions_per_token {}, session_idle_timeout_ms {}",
         c.max_sessions, c.max_sessions_per_token, c.session_idle_timeout_ms
     );
+}
+
+/// The OAuth lines: URLs, lifetimes and names only (no secret is ever
+/// part of the configuration).
+fn oauth_report(out: &mut String, o: &crate::oauth::OAuthSettings) {
+    let on_off = |flag: bool| if flag { "on" } else { "off" };
+    let _ = writeln!(out, "  oauth:");
+    match &o.public_url {
+        Some(url) => {
+            let _ = writeln!(out, "    public url (canonical resource): {url}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "    public url (canonical resource): http://<listening address>/mcp (loopback only)"
+            );
+        }
+    }
+    let _ = writeln!(out, "    state file: {}", o.state_file.display());
+    let _ = writeln!(
+        out,
+        "    token lifetimes: access_token_ttl_s {}, refresh_token_ttl_s {}",
+        o.access_token_ttl_s, o.refresh_token_ttl_s
+    );
+    let _ = writeln!(
+        out,
+        "    allowed redirect URIs ({}) besides loopback ones: {}",
+        o.allowed_redirect_uris.len(),
+        if o.allowed_redirect_uris.is_empty() {
+            "none".to_owned()
+        } else {
+            o.allowed_redirect_uris.join(", ")
+        }
+    );
+    let _ = writeln!(
+        out,
+        "    dynamic registration: {}, client metadata documents: {}, bearer tokens: {}",
+        on_off(o.dynamic_registration),
+        on_off(o.client_metadata_documents),
+        on_off(o.accept_bearer_tokens)
+    );
+    for client in &o.clients {
+        let _ = writeln!(
+            out,
+            "    client {} ({}): {}",
+            client.client_id,
+            client.name,
+            client.redirect_uris.join(", ")
+        );
+    }
+    if let Some(external) = &o.external {
+        let keys = match &external.jwks {
+            crate::oauth::JwksSource::File(path) => path.display().to_string(),
+            crate::oauth::JwksSource::Url(url) => url.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "    external issuer: {} (keys: {keys}; audience: {})",
+            external.issuer,
+            external
+                .audience
+                .as_deref()
+                .unwrap_or("the canonical resource")
+        );
+    }
 }
 
 fn workdir_report(out: &mut String, w: &WorkdirConfig) {

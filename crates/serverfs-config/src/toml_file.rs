@@ -23,6 +23,7 @@ use crate::error::{ConfigError, one_line};
 use crate::http::HttpAuth;
 use crate::limits;
 use crate::model::{LogLevel, TextContent};
+use crate::oauth::{RawOAuth, RawOAuthClient};
 use crate::provider_cgroup::ProviderCgroup;
 use crate::qoder_auth::QoderAuth;
 use crate::raw::{
@@ -164,6 +165,35 @@ struct HttpToml {
     session_idle_timeout_ms: Option<i64>,
     max_sessions: Option<i64>,
     max_sessions_per_token: Option<i64>,
+    oauth: Option<OAuthToml>,
+}
+
+/// `[http.oauth]`: the settings of `auth = "oauth"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthToml {
+    public_url: Option<String>,
+    state_file: Option<PathBuf>,
+    access_token_ttl_s: Option<i64>,
+    refresh_token_ttl_s: Option<i64>,
+    allowed_redirect_uris: Option<Vec<String>>,
+    dynamic_registration: Option<bool>,
+    client_metadata_documents: Option<bool>,
+    accept_bearer_tokens: Option<bool>,
+    clients: Option<Vec<OAuthClientToml>>,
+    external_issuer: Option<String>,
+    external_jwks_file: Option<PathBuf>,
+    external_jwks_url: Option<String>,
+    external_audience: Option<String>,
+}
+
+/// `[[http.oauth.clients]]`: a client the operator registers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthClientToml {
+    client_id: String,
+    name: String,
+    redirect_uris: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -507,7 +537,7 @@ fn http_table(
         .map(|text| {
             HttpAuth::parse(&text).ok_or(ConfigError::InvalidValue {
                 key: "http.auth".to_owned(),
-                expected: "one of \"bearer\", \"none\"",
+                expected: "one of \"bearer\", \"none\", \"oauth\"",
                 got: text,
             })
         })
@@ -522,7 +552,9 @@ fn http_table(
             })
         })
         .transpose()?;
+    let oauth = oauth_table(h.oauth.unwrap_or_default(), base_dir)?;
     Ok(RawHttp {
+        oauth,
         bind: h.bind.map(|bind| Val::set(bind, "http.bind")),
         auth: Val::or_default(auth, HttpAuth::default(), "http.auth"),
         trust_network: Val::or_default(h.trust_network, false, "http.trust_network"),
@@ -573,6 +605,71 @@ fn http_table(
             ),
         },
     })
+}
+
+fn oauth_table(o: OAuthToml, base_dir: &Path) -> Result<RawOAuth, ConfigError> {
+    let key = |name: &str| format!("http.oauth.{name}");
+    let path = |path: Option<PathBuf>, name: &str| {
+        path.map(|path| {
+            resolve_path(&path, base_dir)
+                .map(|resolved| Val::set(resolved, key(name)))
+                .ok_or_else(|| ConfigError::InvalidValue {
+                    key: key(name),
+                    expected: "a file path",
+                    got: path.display().to_string(),
+                })
+        })
+        .transpose()
+    };
+    let mut raw = RawOAuth::defaults(key);
+    raw.public_url = o.public_url.map(|v| Val::set(v, key("public_url")));
+    raw.state_file = path(o.state_file, "state_file")?;
+    let set_i64 = |target: &mut Val<i64>, value: Option<i64>| {
+        if let Some(value) = value {
+            *target = Val::set(value, target.key.clone());
+        }
+    };
+    set_i64(&mut raw.access_token_ttl_s, o.access_token_ttl_s);
+    set_i64(&mut raw.refresh_token_ttl_s, o.refresh_token_ttl_s);
+    if let Some(uris) = o.allowed_redirect_uris {
+        raw.allowed_redirect_uris = Val::set(uris, key("allowed_redirect_uris"));
+    }
+    let set_bool = |target: &mut Val<bool>, value: Option<bool>| {
+        if let Some(value) = value {
+            *target = Val::set(value, target.key.clone());
+        }
+    };
+    set_bool(&mut raw.dynamic_registration, o.dynamic_registration);
+    set_bool(
+        &mut raw.client_metadata_documents,
+        o.client_metadata_documents,
+    );
+    set_bool(&mut raw.accept_bearer_tokens, o.accept_bearer_tokens);
+    raw.clients = o
+        .clients
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(index, c)| {
+            let key = |name: &str| format!("http.oauth.clients[{index}].{name}");
+            RawOAuthClient {
+                client_id: Val::set(c.client_id, key("client_id")),
+                name: Val::set(c.name, key("name")),
+                redirect_uris: Val::set(c.redirect_uris, key("redirect_uris")),
+            }
+        })
+        .collect();
+    raw.external_issuer = o
+        .external_issuer
+        .map(|v| Val::set(v, key("external_issuer")));
+    raw.external_jwks_file = path(o.external_jwks_file, "external_jwks_file")?;
+    raw.external_jwks_url = o
+        .external_jwks_url
+        .map(|v| Val::set(v, key("external_jwks_url")));
+    raw.external_audience = o
+        .external_audience
+        .map(|v| Val::set(v, key("external_audience")));
+    Ok(raw)
 }
 
 fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, ConfigError> {

@@ -78,6 +78,9 @@ fn minimal_file_gets_every_default() {
                 allowed_hosts: Vec::new(),
                 allowed_origins: Vec::new(),
                 token_file: PathBuf::from("/home/u/.config/serverfs/tokens.json"),
+                oauth: crate::OAuthSettings::with_defaults(&PathBuf::from(
+                    "/home/u/.config/serverfs/tokens.json"
+                )),
                 request_timeout_ms: 120_000,
                 max_concurrent_requests: 64,
                 shutdown_grace_ms: 10_000,
@@ -827,6 +830,8 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
         ("[server]", "server"),
         ("[agent]", "agent"),
         ("[http]", "http"),
+        ("[http.oauth]", "http.oauth"),
+        ("[[http.oauth.clients]]", "http.oauth.clients"),
         ("[[workdirs]]", "workdirs"),
         ("[[agent.acp_profiles]]", "agent.acp_profiles"),
     ] {
@@ -841,6 +846,7 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
                         || l.starts_with(&format!("[{key}]"))
                         || l.starts_with(&format!("[[{key}]]"))
                         || l.starts_with(&format!("[[{section}.{key}]]"))
+                        || l.starts_with(&format!("[{section}.{key}]"))
                 });
             assert!(
                 shown,
@@ -850,7 +856,8 @@ fn the_shipped_example_is_valid_and_shows_every_key() {
                 REFERENCE.contains(&format!("`{key}`"))
                     || REFERENCE.contains(&format!("`[{key}]`"))
                     || REFERENCE.contains(&format!("`[[{key}]]`"))
-                    || REFERENCE.contains(&format!("`[[{section}.{key}]]`")),
+                    || REFERENCE.contains(&format!("`[[{section}.{key}]]`"))
+                    || REFERENCE.contains(&format!("`[{section}.{key}]`")),
                 "docs/configuration.md does not document {section}.{key}"
             );
         }

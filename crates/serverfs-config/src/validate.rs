@@ -692,6 +692,7 @@ fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
     )?;
     let shutdown_grace_ms = bounded(&raw.shutdown_grace_ms, limits::HTTP_SHUTDOWN_GRACE_MS)?;
     let connections = connection_limits(&raw.connections)?;
+    let oauth = crate::oauth::oauth_settings(&raw.oauth, &raw.token_file.value)?;
     // A configured listener is checked now, so `check-config` reports the
     // same refusal `serve` would; a `--http` address is checked at serve
     // time by `HttpSettings::effective`.
@@ -709,6 +710,20 @@ fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
             &raw.token_file.key,
             &raw.auth.key,
         )?;
+        if raw.auth.value == http::HttpAuth::OAuth {
+            let public_url_key = raw
+                .oauth
+                .public_url
+                .as_ref()
+                .map_or_else(|| oauth_key(&raw.auth.key, "public_url"), |v| v.key.clone());
+            crate::oauth::check_public_url(bind, &oauth, &public_url_key)?;
+            let state_key = raw
+                .oauth
+                .state_file
+                .as_ref()
+                .map_or_else(|| oauth_key(&raw.auth.key, "state_file"), |v| v.key.clone());
+            http::check_state_file(&oauth.state_file, &state_key)?;
+        }
     }
     Ok(HttpSettings {
         bind,
@@ -721,7 +736,18 @@ fn http_settings(raw: &RawHttp) -> Result<HttpSettings, ConfigError> {
         max_concurrent_requests,
         shutdown_grace_ms,
         connections,
+        oauth,
     })
+}
+
+/// The key of an OAuth setting in the source `auth_key` comes from:
+/// `http.oauth.NAME` beside `http.auth`, `SERVERFS_HTTP_OAUTH_NAME` beside
+/// `SERVERFS_HTTP_AUTH`.
+fn oauth_key(auth_key: &str, name: &str) -> String {
+    match auth_key.strip_suffix("_AUTH") {
+        Some(prefix) => format!("{prefix}_OAUTH_{}", name.to_ascii_uppercase()),
+        None => format!("http.oauth.{name}"),
+    }
 }
 
 fn connection_limits(raw: &RawConnectionLimits) -> Result<ConnectionLimits, ConfigError> {
@@ -949,7 +975,7 @@ fn dedup<'a>(items: impl Iterator<Item = &'a String>) -> Vec<String> {
     out
 }
 
-fn bounded(value: &Val<i64>, bounds: impl Into<Bounds>) -> Result<u64, ConfigError> {
+pub(crate) fn bounded(value: &Val<i64>, bounds: impl Into<Bounds>) -> Result<u64, ConfigError> {
     let bounds = bounds.into();
     match u64::try_from(value.value) {
         Ok(v) if (bounds.min..=bounds.max).contains(&v) => Ok(v),

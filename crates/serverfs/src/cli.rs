@@ -13,6 +13,7 @@ use serverfs_fs::Resolver;
 
 use crate::http::HttpError;
 use crate::mcp::ServerFs;
+use crate::oauth::store::OAuthStore;
 use crate::service::{
     AgentService, BridgeLease, FileService, NoLease, RegistryError, WorkdirRegistry, WriterLease,
 };
@@ -63,6 +64,9 @@ enum TokenCommandError {
     /// The token file could not be read or written.
     #[error(transparent)]
     Store(#[from] TokenError),
+    /// The OAuth state file (for `token list`) could not be read.
+    #[error(transparent)]
+    OAuth(#[from] crate::oauth::admin::AdminError),
     /// `revoke` named no token.
     #[error("no token named {0:?}")]
     NoSuchToken(String),
@@ -96,6 +100,47 @@ enum Command {
     Doctor(DoctorArgs),
     /// Manage the bearer tokens of the HTTP transport.
     Token(TokenArgs),
+    /// Manage OAuth grants and clients (http.auth = "oauth"), and print
+    /// one-time approval codes for the consent page.
+    Oauth(OAuthArgs),
+}
+
+#[derive(Debug, Args)]
+struct OAuthArgs {
+    #[command(subcommand)]
+    action: OAuthAction,
+    /// The OAuth state file. Default: $SERVERFS_HTTP_OAUTH_STATE_FILE,
+    /// else the [http.oauth] state_file of the configuration given by
+    /// --config / --workdir (or SERVERFS_CONFIG, WORKDIR_NN_*), else
+    /// oauth.json beside the default token file.
+    #[arg(long, value_name = "FILE", global = true)]
+    state_file: Option<PathBuf>,
+    /// Configuration file whose [http.oauth] state_file to use.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Workdir specs, when the configuration comes from --workdir.
+    #[arg(long = "workdir", value_name = "ALIAS=PATH[:rw]", global = true)]
+    workdirs: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum OAuthAction {
+    /// List grants (id, client, scopes, how ownership was proved, times)
+    /// and self-registered clients; never a token or hash.
+    List,
+    /// Revoke a grant by its id, or every grant of a client_id together
+    /// with its registration. Takes effect at the server's next request.
+    Revoke {
+        /// A grant id or a client_id (see `serverfs oauth list`).
+        target: String,
+    },
+    /// Print a one-time code that approves one consent page (for an
+    /// owner without a bearer token at hand). Only its hash is stored.
+    ApproveCode {
+        /// Minutes the code stays valid (1-60).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60))]
+        minutes: u64,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +230,7 @@ pub fn run() -> ExitCode {
         },
         Command::Doctor(args) => crate::doctor::run(&args, &env),
         Command::Token(args) => token(&args, &env),
+        Command::Oauth(args) => oauth(&args, &env),
     }
 }
 
@@ -206,7 +252,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         },
         None => None,
     };
-    if let Some(http) = http.as_ref().filter(|h| h.auth == HttpAuth::Bearer) {
+    if let Some(http) = http.as_ref().filter(|h| h.auth != HttpAuth::None) {
         // Fail closed at start-up (exit 2) rather than at the first
         // request: an unreadable, malformed or shared token file.
         if let Err(reason) = TokenStore::new(http.token_file.clone()).entries() {
@@ -283,9 +329,9 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
         Err(reason) => return config_error(&reason.to_string()),
     };
     let store = TokenStore::new(path);
-    let outcome: Result<(), TokenCommandError> =
-        match &args.action {
-            TokenAction::Create { name } => store
+    let outcome: Result<(), TokenCommandError> = match &args.action {
+        TokenAction::Create { name } => {
+            store
                 .create(name)
                 .map_err(TokenCommandError::from)
                 .map(|token| {
@@ -294,30 +340,39 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
                         "serverfs: token {name:?} created in {}; it is shown only now",
                         store.path().display()
                     );
-                }),
-            TokenAction::List => store
-                .entries()
-                .map_err(TokenCommandError::from)
-                .map(|entries| {
-                    for entry in entries {
-                        println!(
-                            "{}\tcreated {}",
-                            entry.name,
-                            serverfs_fs::rfc3339_seconds(
-                                i64::try_from(entry.created_ms / 1000).unwrap_or(i64::MAX)
-                            )
-                        );
-                    }
-                }),
-            TokenAction::Revoke { name } => match store.revoke(name) {
-                Ok(true) => {
-                    eprintln!("serverfs: token {name:?} revoked");
-                    Ok(())
+                })
+        }
+        TokenAction::List => store
+            .entries()
+            .map_err(TokenCommandError::from)
+            .and_then(|entries| {
+                for entry in entries {
+                    println!("{}\tcreated {}", entry.name, timestamp(entry.created_ms));
                 }
-                Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
-                Err(e) => Err(e.into()),
-            },
-        };
+                // OAuth grants are credentials too: list them here, as
+                // `oauth:<id>` (a token name never holds a ':').
+                let state = OAuthStore::new(token_list_state_file(args, env, store.path()));
+                let state = crate::oauth::admin::list(&state)?;
+                for grant in &state.grants {
+                    println!(
+                        "oauth:{}\tcreated {}\tclient {:?}\tscopes {}",
+                        grant.id,
+                        timestamp(grant.created_ms),
+                        grant.client_name,
+                        grant.scopes
+                    );
+                }
+                Ok(())
+            }),
+        TokenAction::Revoke { name } => match store.revoke(name) {
+            Ok(true) => {
+                eprintln!("serverfs: token {name:?} revoked");
+                Ok(())
+            }
+            Ok(false) => Err(TokenCommandError::NoSuchToken(name.clone())),
+            Err(e) => Err(e.into()),
+        },
+    };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(reason) => {
@@ -325,6 +380,120 @@ fn token(args: &TokenArgs, env: &BTreeMap<String, String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn oauth(args: &OAuthArgs, env: &BTreeMap<String, String>) -> ExitCode {
+    let path = match &args.state_file {
+        Some(path) => path.clone(),
+        None => {
+            let config = ConfigArgs {
+                config: args.config.clone(),
+                workdirs: args.workdirs.clone(),
+            };
+            match configured_state_file(&config, env) {
+                Ok(path) => path,
+                Err(reason) => return config_error(&reason.to_string()),
+            }
+        }
+    };
+    let store = OAuthStore::new(path);
+    let outcome = match &args.action {
+        OAuthAction::List => crate::oauth::admin::list(&store).map(|state| {
+            for grant in &state.grants {
+                println!(
+                    "{}\tclient {:?} ({})\tscopes {}\tapproved by {}\tcreated {}\texpires {}",
+                    grant.id,
+                    grant.client_name,
+                    grant.client_id,
+                    grant.scopes,
+                    grant.approved_by,
+                    timestamp(grant.created_ms),
+                    timestamp(grant.refresh_expires_ms)
+                );
+            }
+            for client in &state.clients {
+                println!(
+                    "client {}\t{:?}\tregistered {}\tredirects {}",
+                    client.client_id,
+                    client.client_name,
+                    timestamp(client.created_ms),
+                    client.redirect_uris.join(" ")
+                );
+            }
+        }),
+        OAuthAction::Revoke { target } => {
+            crate::oauth::admin::revoke(&store, target).map(|grants| {
+                eprintln!("serverfs: revoked {target:?} ({grants} grant(s))");
+            })
+        }
+        OAuthAction::ApproveCode { minutes } => {
+            crate::oauth::admin::approval_code(&store, *minutes).map(|code| {
+                println!("{code}");
+                eprintln!(
+                    "serverfs: one-time approval code, valid {minutes} minute(s): type it on the \
+                     consent page"
+                );
+            })
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(reason) => {
+            eprintln!("serverfs: {reason}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The state file of `token list`'s OAuth lines: beside an explicit
+/// `--token-file`, else as for `serverfs oauth`.
+fn token_list_state_file(
+    args: &TokenArgs,
+    env: &BTreeMap<String, String>,
+    token_file: &std::path::Path,
+) -> PathBuf {
+    let beside = token_file.with_file_name("oauth.json");
+    if args.token_file.is_some() {
+        return beside;
+    }
+    let config = ConfigArgs {
+        config: args.config.clone(),
+        workdirs: args.workdirs.clone(),
+    };
+    configured_state_file(&config, env).unwrap_or(beside)
+}
+
+/// The OAuth state file of the configuration (or variable) given, first
+/// match wins: `SERVERFS_HTTP_OAUTH_STATE_FILE`, the configuration's
+/// `[http.oauth] state_file`, else `oauth.json` beside the default token
+/// file.
+fn configured_state_file(
+    config: &ConfigArgs,
+    env: &BTreeMap<String, String>,
+) -> Result<PathBuf, LoadError> {
+    if let Some(path) = env
+        .get("SERVERFS_HTTP_OAUTH_STATE_FILE")
+        .filter(|p| !p.is_empty())
+    {
+        return Ok(PathBuf::from(path));
+    }
+    match select_source(config.config.clone(), &config.workdirs, env) {
+        Ok(source) => Ok(load_config(&source, config, env)?.http.oauth.state_file),
+        Err(ConfigError::NoSource) => {
+            let path = HttpSettings::default_token_file(env);
+            if path.is_absolute() {
+                Ok(path.with_file_name("oauth.json"))
+            } else {
+                Err(LoadError::NoTokenFile)
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// An epoch-milliseconds time as RFC 3339 seconds.
+fn timestamp(ms: u64) -> String {
+    serverfs_fs::rfc3339_seconds(i64::try_from(ms / 1000).unwrap_or(i64::MAX))
 }
 
 /// The token file the token commands manage, first match wins:

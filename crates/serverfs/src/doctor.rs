@@ -305,6 +305,11 @@ fn check_http(report: &mut Report, config: &Config, cli_bind: Option<SocketAddr>
             report.ok("http auth", "bearer tokens");
             check_token_file(report, &http.token_file);
         }
+        HttpAuth::OAuth => {
+            report.ok("http auth", "OAuth 2.1 (built-in authorization server)");
+            check_token_file(report, &http.token_file);
+            check_oauth(report, &http);
+        }
         HttpAuth::None if http.bind.ip().to_canonical().is_loopback() => {
             report.ok("http auth", "none, on a loopback address");
         }
@@ -315,6 +320,144 @@ fn check_http(report: &mut Report, config: &Config, cli_bind: Option<SocketAddr>
                  every workdir"
             ),
         ),
+    }
+}
+
+/// The OAuth settings: the public URL clients are given, the redirect
+/// allowlist, the state file and an external issuer's keys. Never prints
+/// a token, hash or key.
+fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
+    let oauth = &http.oauth;
+    let resource = oauth.canonical_resource(http.bind);
+    match &oauth.public_url {
+        Some(url) if url.scheme() == "https" => report.ok(
+            "oauth public url",
+            format!("{resource}: tokens are bound to it; give clients exactly this URL"),
+        ),
+        Some(_) => report.warn(
+            "oauth public url",
+            format!(
+                "{resource} is plain http on loopback: hosted clients (claude.ai, ChatGPT) need \
+                 a public https URL, e.g. through a tunnel"
+            ),
+        ),
+        None => report.warn(
+            "oauth public url",
+            format!(
+                "not set: the canonical resource is {resource}, usable by clients on this \
+                 machine only; set http.oauth.public_url to the tunnel's https URL for hosted \
+                 clients"
+            ),
+        ),
+    }
+    let hosted = serverfs_config::HOSTED_CLIENT_CALLBACKS;
+    let allowed = &oauth.allowed_redirect_uris;
+    if allowed.is_empty() {
+        report.warn(
+            "oauth redirect allowlist",
+            "empty: self-registered clients may only use loopback redirects (claude.ai and \
+             ChatGPT cannot connect)",
+        );
+    } else {
+        let others = allowed
+            .iter()
+            .filter(|u| !hosted.contains(&u.as_str()))
+            .count();
+        report.ok(
+            "oauth redirect allowlist",
+            format!(
+                "{} besides loopback ({} of them not a known hosted client's callback)",
+                plural(allowed.len(), "redirect URI", "redirect URIs"),
+                others
+            ),
+        );
+    }
+    for client in &oauth.clients {
+        report.ok(
+            "oauth client",
+            format!(
+                "{} ({}): {}",
+                client.client_id,
+                client.name,
+                plural(client.redirect_uris.len(), "redirect URI", "redirect URIs")
+            ),
+        );
+    }
+    match crate::oauth::store::OAuthStore::new(oauth.state_file.clone()).load() {
+        Ok(state) => report.ok(
+            "oauth state file",
+            format!(
+                "{:?}: {}, {}",
+                oauth.state_file,
+                plural(state.grants.len(), "grant", "grants"),
+                plural(
+                    state.clients.len(),
+                    "self-registered client",
+                    "self-registered clients"
+                )
+            ),
+        ),
+        Err(e @ crate::oauth::store::StoreError::NotPrivate { .. }) => {
+            report.fail("oauth state file", e.to_string());
+        }
+        Err(_) => report.fail(
+            "oauth state file",
+            format!("{:?} is unreadable or malformed", oauth.state_file),
+        ),
+    }
+    if let Some(external) = &oauth.external {
+        check_external_keys(report, external);
+    }
+}
+
+/// An external issuer's key material: a file is read and checked for
+/// usable public keys; a URL is only named (doctor makes no requests).
+fn check_external_keys(report: &mut Report, external: &serverfs_config::ExternalIssuer) {
+    const CHECK: &str = "oauth external issuer";
+    let path = match &external.jwks {
+        serverfs_config::JwksSource::Url(url) => {
+            return report.ok(
+                CHECK,
+                format!(
+                    "{}: keys fetched from {url} when a token arrives",
+                    external.issuer
+                ),
+            );
+        }
+        serverfs_config::JwksSource::File(path) => path,
+    };
+    let set = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<jsonwebtoken::jwk::JwkSet>(&bytes).ok());
+    match set {
+        None => report.fail(
+            CHECK,
+            format!("{path:?} is unreadable or not a JSON Web Key Set"),
+        ),
+        Some(set) => {
+            let usable = set
+                .keys
+                .iter()
+                .filter(|k| {
+                    !matches!(
+                        k.algorithm,
+                        jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_)
+                    ) && jsonwebtoken::DecodingKey::from_jwk(k).is_ok()
+                })
+                .count();
+            if usable == 0 {
+                report.fail(CHECK, format!("{path:?} holds no usable public key"));
+            } else {
+                report.ok(
+                    CHECK,
+                    format!(
+                        "{}: {path:?} holds {}",
+                        external.issuer,
+                        plural(usable, "public key", "public keys")
+                    ),
+                );
+            }
+        }
     }
 }
 

@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-const TOKEN_PREFIX: &str = "sfs_";
+use crate::private_file::{self, FileStamp, ModeProblem, PrivateFileError};
+use crate::secret;
+
+/// Prefix of every bearer token.
+pub const TOKEN_PREFIX: &str = "sfs_";
 const FILE_VERSION: u32 = 1;
 
 /// Why a token operation failed. The messages name the token file (an
@@ -114,9 +115,6 @@ pub struct TokenStore {
     cache: Mutex<Cached>,
 }
 
-/// What tells that the token file changed: mtime (s, ns) and size.
-type FileStamp = (i64, i64, u64);
-
 /// The entries as of the file's stamp (none: not read yet, or missing).
 type Cached = (Option<FileStamp>, Vec<TokenEntry>);
 
@@ -197,19 +195,10 @@ impl TokenStore {
             return Err(TokenError::Duplicate(name.to_owned()));
         }
         let replaced = entries.len() != before;
-        let mut random = [0u8; 32];
-        let mut filled = 0;
-        while filled < random.len() {
-            filled += rustix::rand::getrandom(
-                &mut random[filled..],
-                rustix::rand::GetRandomFlags::empty(),
-            )
-            .map_err(TokenError::Random)?;
-        }
-        let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random));
+        let token = secret::random_token(TOKEN_PREFIX).map_err(TokenError::Random)?;
         entries.push(TokenEntry {
             name: name.to_owned(),
-            sha256: hex_sha256(&token),
+            sha256: secret::sha256_hex(&token),
             created_ms: now_ms(),
         });
         self.write(entries)?;
@@ -241,15 +230,12 @@ impl TokenStore {
     /// closed: no request is authenticated then).
     pub fn verify(&self, presented: &str) -> Result<Option<TokenEntry>, TokenError> {
         let cache = self.fresh()?;
-        let presented_hash = Sha256::digest(presented.as_bytes());
+        let presented_hash = secret::sha256_hex(presented);
         let mut found = None;
         // Compare with every entry, without early exit, so timing reveals
         // neither which entry matched nor how much of a hash did.
         for entry in &cache.1 {
-            let Some(stored) = decode_hex(&entry.sha256) else {
-                continue;
-            };
-            if constant_time_eq(&stored, &presented_hash) {
+            if secret::matches_hash(&presented_hash, &entry.sha256) {
                 found = Some(entry.clone());
             }
         }
@@ -268,10 +254,7 @@ impl TokenStore {
 
     /// The cached entries, re-read first when the file's stamp changed.
     fn fresh(&self) -> Result<std::sync::MutexGuard<'_, Cached>, TokenError> {
-        let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
-            use std::os::unix::fs::MetadataExt;
-            (m.mtime(), m.mtime_nsec(), m.size())
-        });
+        let stamp = private_file::stamp(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.0 != stamp || stamp.is_none() {
             *cache = (stamp, self.entries()?);
@@ -280,51 +263,19 @@ impl TokenStore {
     }
 
     fn write(&self, entries: Vec<TokenEntry>) -> Result<(), TokenError> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        let dir = self
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|source| TokenError::Write {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        let written = |source| TokenError::Write {
-            path: self.path.clone(),
-            source,
-        };
         // Encoding plain strings and integers cannot fail; were it to, the
         // file is not written.
         let text = serde_json::to_string_pretty(&TokenFile {
             version: FILE_VERSION,
             tokens: entries,
         })
-        .map_err(|e| written(io::Error::other(e)))?;
-        let temp = self
-            .path
-            .with_extension(format!("tmp-{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .map_err(written)?;
-        let outcome = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .and_then(|()| file.sync_all())
-            .and_then(|()| std::fs::rename(&temp, &self.path));
-        if let Err(e) = outcome {
-            let _ = std::fs::remove_file(&temp);
-            return Err(written(e));
-        }
-        Ok(())
+        .map_err(|e| TokenError::Write {
+            path: self.path.clone(),
+            source: io::Error::other(e),
+        })?;
+        private_file::write(&self.path, &text).map_err(|e| match e {
+            PrivateFileError::Write { path, source } => TokenError::Write { path, source },
+        })
     }
 }
 
@@ -356,44 +307,19 @@ pub fn check_name(name: &str) -> Result<(), TokenError> {
 ///
 /// [`TokenError::NotRegular`] or [`TokenError::NotPrivate`].
 pub fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), TokenError> {
-    use std::os::unix::fs::PermissionsExt;
-    if !meta.file_type().is_file() {
-        return Err(TokenError::NotRegular {
+    match private_file::mode_problem(meta) {
+        None => Ok(()),
+        Some(ModeProblem::NotRegular) => Err(TokenError::NotRegular {
             path: path.to_path_buf(),
-        });
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(TokenError::NotPrivate {
+        }),
+        Some(ModeProblem::NotPrivate(mode)) => Err(TokenError::NotPrivate {
             path: path.to_path_buf(),
             mode,
-        });
+        }),
     }
-    Ok(())
 }
 
-fn hex_sha256(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() != 64 {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -1,14 +1,23 @@
-//! Bearer authentication in front of `/mcp`.
+//! Authentication in front of `/mcp`: bearer tokens, or OAuth (which also
+//! accepts bearer tokens unless configured not to), and the scope check
+//! of each tool call.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::{Request as AxumRequest, State};
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tower::ServiceExt;
 
-use crate::tokens::{TokenEntry, TokenStore};
+use crate::mcp::ToolName;
+use crate::oauth::OAuthServer;
+use crate::oauth::error::Refusal;
+use crate::oauth::resource::Principal;
+use crate::oauth::scope::{Scope, Scopes};
+use crate::tokens::TokenStore;
 
 /// The name of the token that authenticated a request, put into the
 /// request's extensions for the audit record (the token itself never
@@ -16,16 +25,92 @@ use crate::tokens::{TokenEntry, TokenStore};
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
 
-/// The stored hash of the token that authenticated a request: what owns a
-/// legacy MCP session (a token replaced under the same name is another
-/// owner). Never logged.
+/// What owns a legacy MCP session: a bearer token's stored hash (so a
+/// token replaced under the same name is another owner), `grant:<id>` for
+/// an OAuth grant, `jwt:<issuer>#<subject>` for an external issuer's
+/// subject. Never logged.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TokenHash(pub String);
 
-/// Wraps `inner` so that, when `tokens` is set, only requests carrying
-/// `Authorization: Bearer <a stored token>` reach it.
+/// The scopes the request's token carries.
+#[derive(Debug, Clone)]
+pub struct GrantedScopes(pub Scopes);
+
+/// The tool a `tools/call` request names (set by the body intake).
+#[derive(Debug, Clone)]
+pub struct CalledTool(pub String);
+
+/// How requests to `/mcp` are authenticated.
+#[derive(Clone)]
+pub enum Authenticator {
+    /// No authentication (loopback or a trusted network).
+    None,
+    /// The token file's bearer tokens.
+    Bearer(Arc<TokenStore>),
+    /// OAuth access tokens (and bearer tokens unless turned off).
+    OAuth(Arc<OAuthServer>),
+}
+
+/// Which session owners still hold a live credential.
+pub struct LiveOwners {
+    hashes: Vec<String>,
+    grants: Vec<String>,
+}
+
+impl LiveOwners {
+    /// Whether `owner` may keep its sessions.
+    pub fn is_live(&self, owner: &str) -> bool {
+        if let Some(id) = owner.strip_prefix("grant:") {
+            self.grants.iter().any(|g| g == id)
+        } else if owner.starts_with("jwt:") {
+            // An external issuer's tokens cannot be revoked here; each
+            // request is checked against its expiry.
+            true
+        } else {
+            self.hashes.iter().any(|h| h == owner)
+        }
+    }
+}
+
+impl Authenticator {
+    /// The owners whose sessions may stay open, or `None` when the
+    /// stores cannot be read (sessions are left to their idle timeout).
+    pub fn live_owners(&self, tokens: &TokenStore) -> Option<LiveOwners> {
+        let hashes = tokens.current_hashes().ok()?;
+        let grants = match self {
+            Authenticator::OAuth(server) => server.live_grant_ids().ok()?,
+            Authenticator::None | Authenticator::Bearer(_) => Vec::new(),
+        };
+        Some(LiveOwners { hashes, grants })
+    }
+
+    /// The principal of a request whose `Authorization: Bearer` value is
+    /// `presented`, or the response refusing it.
+    async fn principal(
+        &self,
+        presented: Option<&str>,
+    ) -> Result<Option<Principal>, Response<Body>> {
+        match self {
+            Authenticator::None => Ok(None),
+            Authenticator::Bearer(store) => {
+                bearer(store, presented).map(Some).map_err(unauthorized)
+            }
+            Authenticator::OAuth(server) => match server.authenticate(presented).await {
+                Ok(principal) => Ok(Some(principal)),
+                Err(refusal) => {
+                    if refusal != Refusal::TokenMissing {
+                        tracing::info!(event = "auth_failed", reason = refusal.code());
+                    }
+                    Err(server.unauthorized(refusal))
+                }
+            },
+        }
+    }
+}
+
+/// Wraps `inner` so that only authenticated requests reach it.
 pub fn layer<S>(
-    tokens: Option<Arc<TokenStore>>,
+    authenticator: Authenticator,
     inner: S,
 ) -> impl tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future: Send>
 + Clone
@@ -37,17 +122,24 @@ where
     S::Future: Send + 'static,
 {
     tower::service_fn(move |mut request: Request<Body>| {
-        let tokens = tokens.clone();
+        let authenticator = authenticator.clone();
         let inner = inner.clone();
         async move {
-            if let Some(store) = tokens {
-                match authenticate(&store, &request) {
-                    Ok(entry) => {
-                        request.extensions_mut().insert(TokenName(entry.name));
-                        request.extensions_mut().insert(TokenHash(entry.sha256));
-                    }
-                    Err(reason) => return Ok(unauthorized(reason)),
+            let presented = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(|v| v.trim().to_owned());
+            match authenticator.principal(presented.as_deref()).await {
+                Ok(Some(principal)) => {
+                    let extensions = request.extensions_mut();
+                    extensions.insert(TokenName(principal.name));
+                    extensions.insert(TokenHash(principal.owner));
+                    extensions.insert(GrantedScopes(principal.scopes));
                 }
+                Ok(None) => {}
+                Err(refusal) => return Ok(refusal),
             }
             let response = inner.oneshot(request).await?;
             Ok(response.into_response())
@@ -55,19 +147,17 @@ where
     })
 }
 
-/// The authenticated token's entry, or why the request is refused.
-fn authenticate(store: &TokenStore, request: &Request<Body>) -> Result<TokenEntry, &'static str> {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+/// A bearer token of the token file, or why it is refused.
+fn bearer(store: &TokenStore, presented: Option<&str>) -> Result<Principal, &'static str> {
     let Some(presented) = presented.filter(|t| !t.is_empty()) else {
         return Err("missing bearer token");
     };
     match store.verify(presented) {
-        Ok(Some(entry)) => Ok(entry),
+        Ok(Some(entry)) => Ok(Principal {
+            name: entry.name,
+            owner: entry.sha256,
+            scopes: Scopes::all(),
+        }),
         Ok(None) => {
             tracing::info!(event = "auth_failed", reason = "unknown token");
             Err("invalid bearer token")
@@ -86,6 +176,40 @@ fn unauthorized(reason: &'static str) -> Response<Body> {
         HeaderValue::from_static("Bearer realm=\"serverfs\""),
     );
     response
+}
+
+/// Refuses a `tools/call` of a tool outside the token's scopes with the
+/// spec's step-up answer (`403 insufficient_scope`). Requests without
+/// scopes (no authentication) pass; `tools/list` and every other method
+/// need no scope.
+pub async fn require_scope(
+    State(oauth): State<Option<Arc<OAuthServer>>>,
+    request: AxumRequest,
+    next: Next,
+) -> Response<Body> {
+    let (Some(granted), Some(called)) = (
+        request.extensions().get::<GrantedScopes>(),
+        request.extensions().get::<CalledTool>(),
+    ) else {
+        return next.run(request).await;
+    };
+    // An unknown tool needs no scope: rmcp answers it as unknown.
+    let Some(tool) = ToolName::from_wire(&called.0) else {
+        return next.run(request).await;
+    };
+    let needed = Scope::required_by(tool);
+    if granted.0.contains(needed) {
+        return next.run(request).await;
+    }
+    tracing::info!(
+        event = "insufficient_scope",
+        tool = tool.as_str(),
+        needed = needed.as_str()
+    );
+    match oauth {
+        Some(server) => server.insufficient_scope(&granted.0, needed, tool.as_str()),
+        None => (StatusCode::FORBIDDEN, "insufficient scope\n").into_response(),
+    }
 }
 
 /// The answer when a request did not produce a response within the

@@ -20,6 +20,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
+use super::auth::CalledTool;
 use crate::jsonrpc::{self, Intake, Rejection};
 
 /// Refuses a request whose `Host` header is missing, repeated or not a
@@ -118,9 +119,14 @@ pub async fn read_message(
                     .into_response();
             }
         };
+    let mut parts = parts;
     if is_json(&parts.headers) {
         match jsonrpc::decode(&bytes) {
-            Intake::Message(_) => {}
+            Intake::Message(message) => {
+                if let Some(tool) = called_tool(&message) {
+                    parts.extensions.insert(CalledTool(tool));
+                }
+            }
             Intake::Reject(rejection) | Intake::BrokenNotification(rejection) => {
                 return rejected(&rejection);
             }
@@ -128,6 +134,18 @@ pub async fn read_message(
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The tool a `tools/call` request names, for the scope check.
+fn called_tool(message: &rmcp::model::ClientJsonRpcMessage) -> Option<String> {
+    use rmcp::model::{ClientRequest, JsonRpcMessage};
+    match message {
+        JsonRpcMessage::Request(request) => match &request.request {
+            ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The body's bytes, or the response refusing it (too large, or broken

@@ -5,8 +5,10 @@
 //! keep-alive idle bound, a bound on open connections that evicts the
 //! longest-idle one, and `TCP_NODELAY`. Requests, outermost first: the
 //! `Host` header must be one plain `host[:port]` ([`intake::check_host`]);
-//! bearer authentication on `/mcp`; the body is read whole within the body
-//! timeout and must be one JSON-RPC message ([`intake::read_message`]);
+//! bearer or OAuth authentication on `/mcp` ([`auth`]); the body is read
+//! whole within the body timeout and must be one JSON-RPC message
+//! ([`intake::read_message`]); a tool call must be within the token's
+//! scopes ([`auth::require_scope`]);
 //! legacy sessions are bounded and bound to their token ([`sessions`]);
 //! then a bound on concurrent requests, a per-request timeout (on producing
 //! the response; event streams then flow freely) and rmcp's own checks —
@@ -35,6 +37,7 @@ use serverfs_config::{EffectiveHttp, HttpAuth};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::ServerFs;
+use crate::oauth::OAuthServer;
 use crate::tokens::{TokenError, TokenStore};
 
 pub use auth::TokenName;
@@ -62,6 +65,9 @@ pub enum HttpError {
     /// The `--new-token` token could not be printed (it was revoked again).
     #[error("cannot print the --new-token token on stdout: {0}")]
     QuickStartPrint(std::io::Error),
+    /// The OAuth server cannot start.
+    #[error(transparent)]
+    OAuth(crate::oauth::OAuthSetupError),
 }
 
 /// Serves `server` over HTTP until SIGTERM or SIGINT. `max_message_bytes`
@@ -93,7 +99,6 @@ pub async fn serve(
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     hosts.extend(http.allowed_hosts.iter().cloned());
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
         .with_allowed_origins(http.allowed_origins.clone())
         // With no configured origin, any present Origin is refused: a
         // browser page has no business talking to this server.
@@ -110,14 +115,29 @@ pub async fn serve(
             max_sessions_per_token: to_usize(limits.max_sessions_per_token),
         },
     );
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
-    let tokens = match http.auth {
-        HttpAuth::Bearer => Some(Arc::new(TokenStore::new(http.token_file.clone()))),
-        HttpAuth::None => None,
+    let tokens = Arc::new(TokenStore::new(http.token_file.clone()));
+    let authenticator = match http.auth {
+        HttpAuth::Bearer => auth::Authenticator::Bearer(tokens.clone()),
+        HttpAuth::None => auth::Authenticator::None,
+        HttpAuth::OAuth => auth::Authenticator::OAuth(Arc::new(
+            OAuthServer::new(&http, local, tokens.clone()).map_err(HttpError::OAuth)?,
+        )),
     };
-    if let Some(tokens) = &tokens {
+    let oauth = match &authenticator {
+        auth::Authenticator::OAuth(server) => Some(server.clone()),
+        auth::Authenticator::None | auth::Authenticator::Bearer(_) => None,
+    };
+    // Clients reach an OAuth server under its public name: that Host is
+    // accepted too.
+    if let Some(authority) = oauth.as_ref().and_then(|o| o.public_authority()) {
+        hosts.push(authority);
+    }
+    let config = config.with_allowed_hosts(hosts);
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
+    if !matches!(authenticator, auth::Authenticator::None) {
         tokio::spawn(sessions::watch_revocations(
             gate.clone(),
+            authenticator.clone(),
             tokens.clone(),
             stopping.clone(),
         ));
@@ -140,12 +160,20 @@ pub async fn serve(
         )
         .layer(axum::middleware::from_fn_with_state(gate, sessions::gate))
         .layer(axum::middleware::from_fn_with_state(
+            oauth.clone(),
+            auth::require_scope,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             message_limits,
             intake::read_message,
         ));
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .nest_service("/mcp", auth::layer(tokens, authenticated))
+        .nest_service("/mcp", auth::layer(authenticator, authenticated));
+    if let Some(oauth) = oauth {
+        app = app.merge(crate::oauth::routes(oauth));
+    }
+    let app = app
         .layer(axum::middleware::from_fn(session_close_no_content))
         .layer(axum::middleware::from_fn(intake::check_host));
     let max_connections = connection_bound(limits.max_connections);

@@ -12,8 +12,8 @@
 //!   answered `429` with `SESSION_LIMIT_REACHED`;
 //! - a request naming another token's session gets `404`, as an unknown
 //!   session does (MCP clients then start a new one);
-//! - once a token is revoked or replaced, its sessions are closed within a
-//!   second, event streams included.
+//! - once a token is revoked or replaced (or an OAuth grant revoked), its
+//!   sessions are closed within a second, event streams included.
 //!
 //! Without authentication every session has the same (empty) owner.
 
@@ -31,7 +31,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::TokenHash;
+use super::auth::{Authenticator, LiveOwners, TokenHash};
 use crate::tokens::TokenStore;
 
 /// The header naming a legacy session.
@@ -92,13 +92,13 @@ impl SessionGate {
         Ok(())
     }
 
-    /// Closes the sessions of tokens that are no longer stored.
-    async fn close_revoked(&self, current: &[String]) {
+    /// Closes the sessions of owners whose credential is gone.
+    async fn close_revoked(&self, live: &LiveOwners) {
         let doomed: Vec<SessionId> = {
             let mut owners = self.owners();
             let doomed = owners
                 .iter()
-                .filter(|(_, owner)| !current.contains(owner))
+                .filter(|(_, owner)| !live.is_live(owner))
                 .map(|(id, _)| id.clone())
                 .collect::<Vec<_>>();
             owners.retain(|id, _| !doomed.contains(id));
@@ -111,9 +111,11 @@ impl SessionGate {
     }
 }
 
-/// Closes revoked tokens' sessions until `stopping` is cancelled.
+/// Closes revoked tokens' and grants' sessions until `stopping` is
+/// cancelled.
 pub async fn watch_revocations(
     gate: Arc<SessionGate>,
+    authenticator: Authenticator,
     tokens: Arc<TokenStore>,
     stopping: CancellationToken,
 ) {
@@ -126,8 +128,8 @@ pub async fn watch_revocations(
         }
         // An unreadable token file authenticates nobody (auth fails
         // closed); sessions are left to their idle timeout meanwhile.
-        if let Ok(current) = tokens.current_hashes() {
-            gate.close_revoked(&current).await;
+        if let Some(live) = authenticator.live_owners(&tokens) {
+            gate.close_revoked(&live).await;
         }
     }
 }

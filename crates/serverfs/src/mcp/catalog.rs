@@ -133,6 +133,19 @@ macro_rules! tools {
                 }
             }
 
+            /// Whether the tool declares itself read-only (its
+            /// `readOnlyHint`): what the OAuth `read` scope allows.
+            pub const fn is_read_only(self) -> bool {
+                match self {
+                    $( ToolName::$variant => $hints.0, )+
+                }
+            }
+
+            /// The tool of a wire name.
+            pub fn from_wire(name: &str) -> Option<ToolName> {
+                ToolName::ALL.iter().copied().find(|tool| tool.as_str() == name)
+            }
+
             fn definition(self, settings: &ServerSettings) -> Tool {
                 match self {
                     $( ToolName::$variant => {

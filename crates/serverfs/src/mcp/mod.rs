@@ -27,7 +27,7 @@ use crate::http::TokenName;
 use crate::service::{AgentService, CallControl, Download, FileService, Progress, ProgressSink};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use catalog::ToolName;
+pub use catalog::{ToolKind, ToolName};
 use error::ToolError;
 use results::DownloadBinaryFileResult;
 use text::ModelText;

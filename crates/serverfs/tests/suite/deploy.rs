@@ -79,6 +79,14 @@ const NOT_PASSED: &[(&str, &str)] = &[
         "the image fixes it on the state volume",
     ),
     (
+        "SERVERFS_HTTP_OAUTH_STATE_FILE",
+        "the image keeps it beside the token file on the state volume",
+    ),
+    (
+        "SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_FILE",
+        "a file would have to be mounted into the container: give the issuer's JWKS URL",
+    ),
+    (
         "SERVERFS_WORKDIRS_ROOT",
         "the slots are always /workdirs/NN in the image",
     ),

@@ -97,6 +97,24 @@ fn toml_path(path: &Path) -> String {
     format!("{:?}", path.to_str().unwrap())
 }
 
+/// `serverfs token create NAME` into `tokens`; the token it printed.
+fn create_token(tokens: &Path, name: &str) -> String {
+    let created = serverfs(
+        &[
+            "token",
+            "create",
+            name,
+            "--token-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(created.code, Some(0), "{created:?}");
+    let token = created.stdout.trim().to_owned();
+    assert!(token.starts_with("sfs_"), "{created:?}");
+    token
+}
+
 #[test]
 fn a_sound_configuration_passes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -197,19 +215,7 @@ fn a_shared_token_file_fails_and_no_token_is_shown() {
     let root = tmp.path().join("w");
     std::fs::create_dir(&root).unwrap();
     let tokens = tmp.path().join("tokens.json");
-    let created = serverfs(
-        &[
-            "token",
-            "create",
-            "laptop",
-            "--token-file",
-            tokens.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(created.code, Some(0), "{created:?}");
-    let token = created.stdout.trim().to_owned();
-    assert!(token.starts_with("sfs_"), "{created:?}");
+    let token = create_token(&tokens, "laptop");
     let stored: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     let hash = stored["tokens"][0]["sha256"].as_str().unwrap().to_owned();
@@ -376,4 +382,86 @@ fn agent_bridge_lock_artifacts_are_checked() {
     let run = doctor_toml(tmp.path(), &text, &[]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.has_line("FAIL agent lock directory:"), "{run:?}");
+}
+
+#[test]
+fn oauth_settings_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let tokens = tmp.path().join("tokens.json");
+    create_token(&tokens, "me");
+    let x = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oauth/idp-ed25519.x"
+    ))
+    .unwrap();
+    let jwks = tmp.path().join("jwks.json");
+    std::fs::write(
+        &jwks,
+        format!(
+            r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{}","kid":"k"}}]}}"#,
+            x.trim()
+        ),
+    )
+    .unwrap();
+    let config = |oauth: &str| {
+        format!(
+            "[http]\nauth = \"oauth\"\nbind = \"127.0.0.1:0\"\ntoken_file = {}\n\n[http.oauth]\n{oauth}\n\n\
+             [[workdirs]]\nalias = \"w\"\npath = {}\n",
+            toml_path(&tokens),
+            toml_path(&root)
+        )
+    };
+    let external = format!(
+        "external_issuer = \"https://idp.example\"\nexternal_jwks_file = {}",
+        toml_path(&jwks)
+    );
+    let run = doctor_toml(
+        tmp.path(),
+        &config(&format!(
+            "public_url = \"https://mcp.example.com/mcp\"\n{external}"
+        )),
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for line in [
+        "OK   http auth: OAuth 2.1",
+        "OK   http token file:",
+        "OK   oauth public url: https://mcp.example.com/mcp",
+        "OK   oauth redirect allowlist: 3 redirect URIs besides loopback (0 of them",
+        "OK   oauth state file:",
+        "OK   oauth external issuer: https://idp.example:",
+    ] {
+        assert!(run.has_line(line), "{line}: {run:?}");
+    }
+    // No public URL, an empty allowlist, a shared state file and a key set
+    // with no public key.
+    std::fs::write(
+        &jwks,
+        r#"{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"k"}]}"#,
+    )
+    .unwrap();
+    let state = tmp.path().join("oauth.json");
+    std::fs::write(&state, "{\"version\":1}").unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = doctor_toml(
+        tmp.path(),
+        &config(&format!("allowed_redirect_uris = []\n{external}")),
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.has_line("WARN oauth public url: not set"), "{run:?}");
+    assert!(
+        run.has_line("WARN oauth redirect allowlist: empty"),
+        "{run:?}"
+    );
+    assert!(
+        run.has_line("FAIL oauth state file:") && run.stdout.contains("chmod 600"),
+        "{run:?}"
+    );
+    assert!(
+        run.has_line("FAIL oauth external issuer:") && run.stdout.contains("no usable public key"),
+        "{run:?}"
+    );
 }

@@ -19,6 +19,7 @@ mod logging;
 mod model_text;
 mod mutations;
 mod newcomer;
+mod oauth;
 mod paging;
 mod progress;
 mod protocol_errors;
