@@ -450,7 +450,8 @@ fn describe_bounds(min: u64, max: u64) -> String {
 }
 
 /// Collapses a foreign message (parser, OS) to one line, so no error ever
-/// spans several lines of the operator's terminal or log.
-pub(crate) fn one_line(message: &str) -> String {
+/// spans several lines of the operator's terminal or log: every run of
+/// white space, newlines included, becomes one space.
+pub fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
