@@ -56,6 +56,12 @@ struct ConfigArgs {
     /// WORKDIR_NN_* / SERVERFS_* environment.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The .env of a Compose deployment whose container this Bridge serves
+    /// (deploy/docker/.env): read on the host side, each slot at its
+    /// WORKDIR_NN_PATH, the socket and locks in the directories the agent
+    /// overlay mounts (docs/configuration.md §3.4).
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    env_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -72,16 +78,16 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let env: BTreeMap<String, String> = std::env::vars().collect();
     match cli.command {
-        Command::Serve(args) => serve::run(args.config, &env),
-        Command::CheckConfig(args) => match bridge_config::load(args.config, &env) {
+        Command::Serve(args) => serve::run(&args, &env),
+        Command::CheckConfig(args) => match bridge_config::load(&args, &env) {
             Ok(config) => {
                 print!("{}", config.report());
                 ExitCode::SUCCESS
             }
             Err(error) => config_error(&error),
         },
-        Command::Inspect(args) => inspect::run(args.config.config, &env, args.limit),
-        Command::Probe(args) => match bridge_config::load(args.config, &env) {
+        Command::Inspect(args) => inspect::run(&args.config, &env, args.limit),
+        Command::Probe(args) => match bridge_config::load(&args, &env) {
             Ok(config) => probe(&config),
             Err(error) => config_error(&error),
         },
