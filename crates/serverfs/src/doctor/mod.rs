@@ -146,6 +146,8 @@ fn describe_source(source: &ConfigSource, extra: usize) -> String {
     let base = match source {
         ConfigSource::Toml(path) => format!("TOML file {path:?}"),
         ConfigSource::Environment => "environment variables (WORKDIR_NN_* slots)".to_owned(),
+        // Only the Agent Bridge reads a Compose .env on the host side.
+        ConfigSource::ComposeHost => "a Compose .env read on the host".to_owned(),
         ConfigSource::Cli(specs) => plural(specs.len(), "--workdir spec", "--workdir specs"),
     };
     if extra == 0 {
