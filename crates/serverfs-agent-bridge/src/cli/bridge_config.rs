@@ -35,12 +35,14 @@ pub struct BridgeConfig {
     pub runtimes: Vec<String>,
     /// Each of those runtimes, resolved, in the same order.
     setups: Vec<RuntimeSetup>,
+    /// The agent egress proxy endpoint (its `Debug` redacts the URL).
+    pub proxy: ProxyEndpoint,
 }
 
 /// One runtime this Bridge runs, with everything resolved at start-up
 /// (executables, homes, proxy policy).
 #[derive(Debug)]
-enum RuntimeSetup {
+pub enum RuntimeSetup {
     Fake(ProxyPolicy),
     Codex(CodexConfig),
     Claude(StreamJsonConfig),
@@ -158,6 +160,33 @@ pub fn load(
     args: &ConfigArgs,
     process_env: &BTreeMap<String, String>,
 ) -> Result<BridgeConfig, BridgeConfigError> {
+    let loaded = load_tolerant(args, process_env)?;
+    match loaded.unusable.into_iter().next() {
+        Some((_, error)) => Err(error),
+        None => Ok(loaded.config),
+    }
+}
+
+/// What `doctor` inspects: the configuration with every runtime that could
+/// be set up, the runtimes that could not (each with the error `serve`
+/// would stop at), and the environment the Bridge reads (its own plus the
+/// `--env-file`). Not `Debug`: the environment holds secrets.
+pub struct LoadedConfig {
+    pub config: BridgeConfig,
+    pub unusable: Vec<(AgentRuntime, BridgeConfigError)>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// As [`load`], except that a runtime that cannot be set up is returned in
+/// [`LoadedConfig::unusable`] instead of failing the whole load.
+///
+/// # Errors
+///
+/// As [`load`], but for the runtimes' own errors.
+pub fn load_tolerant(
+    args: &ConfigArgs,
+    process_env: &BTreeMap<String, String>,
+) -> Result<LoadedConfig, BridgeConfigError> {
     let (source, env) = match &args.env_file {
         // The file's values win: it is the deployment's one source, and
         // the service environment only adds HOME, PATH and the like.
@@ -197,16 +226,30 @@ pub fn load(
     {
         return Err(BridgeConfigError::ProxyUnset(runtime.clone()));
     }
-    let setups = enabled
-        .iter()
-        .map(|runtime| setup(runtime, &config, &proxy, env))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(BridgeConfig {
+    let mut runtimes = Vec::new();
+    let mut setups = Vec::new();
+    let mut unusable = Vec::new();
+    for runtime in enabled {
+        match setup(runtime, &config, &proxy, env) {
+            Ok(resolved) => {
+                runtimes.push(runtime.as_str().to_owned());
+                setups.push(resolved);
+            }
+            Err(error) => unusable.push((runtime.clone(), error)),
+        }
+    }
+    let config = BridgeConfig {
         settings: ServiceSettings::from_agent(agent),
         state_dir: agent.state_dir.clone(),
-        runtimes: enabled.iter().map(|r| r.as_str().to_owned()).collect(),
+        runtimes,
         setups,
+        proxy,
         config,
+    };
+    Ok(LoadedConfig {
+        config,
+        unusable,
+        env: env.clone(),
     })
 }
 
@@ -479,6 +522,11 @@ impl BridgeConfig {
                 RuntimeSetup::Acp(config) => Arc::new(AcpAdapter::new(config.clone())),
             }
         }))
+    }
+
+    /// Each runtime this Bridge runs, by name, with its resolved setup.
+    pub fn setups(&self) -> impl Iterator<Item = (&str, &RuntimeSetup)> {
+        self.runtimes.iter().map(String::as_str).zip(&self.setups)
     }
 
     /// The ACP runtimes, each with its adapter (for `probe` and the

@@ -1,9 +1,10 @@
 //! Command line of `serverfs-agent-bridge`: `serve`, `check-config`,
-//! `inspect` and `probe`, all reading the operator's one source of truth (the same
+//! `inspect`, `probe` and `doctor`, all reading the operator's one source of truth (the same
 //! `serverfs.toml` or `.env`-style variables `serverfs` reads).
 
 mod bridge_config;
 mod containment;
+mod doctor;
 mod inspect;
 mod proxy_env;
 mod serve;
@@ -48,6 +49,13 @@ enum Command {
     /// print what it advertised (one JSON descriptor per line); exit 1 if
     /// any probe failed.
     Probe(ConfigArgs),
+    /// Check that this Bridge will work before a task fails: its
+    /// directories and lock artifacts, each runtime (executable, version,
+    /// authentication, Codex daemon), the environment each runtime
+    /// receives (names only), the egress proxy and systemd linger. One
+    /// OK/WARN/FAIL line per check with its fix; exit 0 (no FAIL), 1 (a
+    /// FAIL) or 2 (configuration error). Never prints a credential.
+    Doctor(ConfigArgs),
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +95,7 @@ pub fn run() -> ExitCode {
             Err(error) => config_error(&error),
         },
         Command::Inspect(args) => inspect::run(&args.config, &env, args.limit),
+        Command::Doctor(args) => doctor::run(&args, &env),
         Command::Probe(args) => match bridge_config::load(&args, &env) {
             Ok(config) => probe(&config),
             Err(error) => config_error(&error),

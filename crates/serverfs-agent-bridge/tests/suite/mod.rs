@@ -10,6 +10,7 @@ mod codex;
 mod conformance;
 mod daemon_cli;
 mod daemon_confinement;
+mod daemon_doctor;
 mod daemon_lifecycle;
 mod daemon_protocol;
 mod daemon_recovery;
