@@ -1583,6 +1583,18 @@ fn bridge_systemd_unit_passes_systemd_analyze_verify() {
 /// `ExecStart` program (which need not exist here; verify checks that it is
 /// executable) replaced by the binary under test. Nothing else is changed.
 fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
+    let scratch = TempWorkdir::new();
+    let unit = read(&format!("deploy/systemd/{name}"));
+    assert!(unit.contains(exec), "{name} does not run {exec}");
+    let unit = unit.replace(exec, binary_exec);
+    let path = scratch.root().join(name);
+    std::fs::write(&path, unit).unwrap();
+    verify_unit_file(&path);
+}
+
+/// `systemd-analyze verify` on the unit at `path` (skipped with a printed
+/// reason where the machine cannot run it).
+fn verify_unit_file(path: &Path) {
     let Ok(version) = Command::new("systemd-analyze").arg("--version").output() else {
         eprintln!("skipped: systemd-analyze is not installed");
         return;
@@ -1591,13 +1603,9 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         eprintln!("skipped: systemd-analyze --version failed");
         return;
     }
+    let name = path.file_name().unwrap().to_str().unwrap();
     let scratch = TempWorkdir::new();
     let dir = scratch.root();
-    let unit = read(&format!("deploy/systemd/{name}"));
-    assert!(unit.contains(exec), "{name} does not run {exec}");
-    let unit = unit.replace(exec, binary_exec);
-    let path = dir.join(name);
-    std::fs::write(&path, unit).unwrap();
     // The user manager wants a runtime directory; give it a private one.
     let runtime = dir.join("runtime");
     std::fs::create_dir(&runtime).unwrap();
@@ -1612,7 +1620,7 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         let out = Command::new("systemd-analyze")
             .args(mode)
             .arg("verify")
-            .arg(&path)
+            .arg(path)
             .env("XDG_RUNTIME_DIR", &runtime)
             .current_dir(&dir)
             .stdin(Stdio::null())
@@ -1639,6 +1647,287 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         "skipped: systemd-analyze verify could not run on this machine (no complaint about the \
          unit itself): {attempts:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// serverfs install-units
+// ---------------------------------------------------------------------------
+
+const UNIT_NAMES: [&str; 2] = ["serverfs-agent-bridge.service", "serverfs.service"];
+
+fn bridge_binary() -> PathBuf {
+    serverfs_testkit::binaries::workspace_binary("serverfs-agent-bridge", "serverfs-agent-bridge")
+}
+
+/// `serverfs install-units` with `args`, HOME and XDG_CONFIG_HOME as
+/// given; returns (exit code, stdout, stderr).
+fn install_units(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String, String) {
+    let mut command = Command::new(binary());
+    command
+        .arg("install-units")
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether two paths name one file (same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// The units it writes carry this machine's binaries and configuration,
+/// keep everything else of the committed templates, pass `systemd-analyze
+/// --user verify`, and the output says how to start them.
+#[test]
+fn install_units_writes_both_units_with_the_real_paths() {
+    let scratch = TempWorkdir::new();
+    let root = scratch.root();
+    let config = root.join("serverfs.toml");
+    std::fs::write(&config, "").unwrap();
+    let bridge = bridge_binary();
+    let xdg = root.join("xdg");
+    let (code, stdout, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--bridge",
+            bridge.to_str().unwrap(),
+        ],
+        &[("XDG_CONFIG_HOME", &xdg), ("HOME", &root)],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = xdg.join("systemd/user");
+    for name in UNIT_NAMES {
+        let path = dir.join(name);
+        assert!(
+            stdout.contains(&format!("wrote {}", path.display())),
+            "{stdout}"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o644
+        );
+        assert!(
+            !text.contains("ExecStart=%h"),
+            "{name} still has the template's paths"
+        );
+        verify_unit_file(&path);
+    }
+    let bridge_unit = std::fs::read_to_string(dir.join("serverfs-agent-bridge.service")).unwrap();
+    assert!(bridge_unit.contains(&format!(
+        "\nExecStart={} serve --config {}\n",
+        bridge.display(),
+        config.display()
+    )));
+    let server_unit = std::fs::read_to_string(dir.join("serverfs.service")).unwrap();
+    // The running binary's own path (however the test spells it).
+    let exec_start = server_unit
+        .lines()
+        .find_map(|line| line.strip_prefix("ExecStart="))
+        .unwrap();
+    let (program, rest) = exec_start.split_once(' ').unwrap();
+    assert!(
+        same_file(Path::new(program), Path::new(binary())),
+        "{exec_start}"
+    );
+    assert_eq!(
+        rest,
+        format!("serve --config {} --http 127.0.0.1:8765", config.display())
+    );
+    let serverfs = PathBuf::from(program);
+    // Everything but ExecStart is the committed template.
+    for (name, text) in [
+        ("serverfs-agent-bridge.service", &bridge_unit),
+        ("serverfs.service", &server_unit),
+    ] {
+        let template = read(&format!("deploy/systemd/{name}"));
+        let differing: Vec<&str> = text
+            .lines()
+            .zip(template.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(differing.len(), 1, "{name}: {differing:?}");
+        assert!(differing[0].starts_with("ExecStart="));
+    }
+    for command in [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now serverfs-agent-bridge.service",
+        "systemctl --user enable --now serverfs.service",
+        "loginctl enable-linger",
+    ] {
+        assert!(stdout.contains(command), "{command}:\n{stdout}");
+    }
+
+    // Again: nothing changes. The Bridge next to serverfs is the default.
+    let (code, stdout, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        same_file(&serverfs.with_file_name("serverfs-agent-bridge"), &bridge),
+        "the test builds both binaries into one directory"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    for name in UNIT_NAMES {
+        assert!(
+            stdout.contains(&format!("unchanged {}", dir.join(name).display())),
+            "{stdout}"
+        );
+    }
+}
+
+/// A unit that differs is refused (nothing written, the other unit
+/// included) unless --force; bad inputs are refused with their code.
+#[test]
+fn install_units_refuses_to_overwrite_and_bad_inputs() {
+    let scratch = TempWorkdir::new();
+    let root = scratch.root();
+    let config = root.join("serverfs.toml");
+    std::fs::write(&config, "").unwrap();
+    let bridge = bridge_binary();
+    let dir = root.join("units");
+    std::fs::create_dir(&dir).unwrap();
+    let edited = dir.join("serverfs.service");
+    std::fs::write(&edited, "[Service]\nExecStart=/bin/true\n").unwrap();
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut all = vec![
+            "--config".to_owned(),
+            config.to_str().unwrap().to_owned(),
+            "--bridge".to_owned(),
+            bridge.to_str().unwrap().to_owned(),
+            "--dir".to_owned(),
+            dir.to_str().unwrap().to_owned(),
+        ];
+        all.extend(extra.iter().map(|s| (*s).to_owned()));
+        all
+    };
+    let run = |all: &[String]| {
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        install_units(&refs, &[])
+    };
+    let (code, stdout, stderr) = run(&args(&[]));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stderr.contains("UNIT_EXISTS") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&edited).unwrap(),
+        "[Service]\nExecStart=/bin/true\n"
+    );
+    assert!(
+        !dir.join("serverfs-agent-bridge.service").exists(),
+        "nothing is written"
+    );
+    let (code, stdout, stderr) = run(&args(&["--force"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("replaced {}", edited.display())),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read_to_string(&edited)
+            .unwrap()
+            .contains("--http 127.0.0.1:8765")
+    );
+
+    // Bad inputs: each its code, nothing written.
+    let fresh = root.join("fresh");
+    let spaced = root.join("with space");
+    std::fs::create_dir(&spaced).unwrap();
+    let spaced_config = spaced.join("serverfs.toml");
+    std::fs::write(&spaced_config, "").unwrap();
+    let missing = root.join("missing.toml");
+    let not_exec = root.join("serverfs.toml");
+    for (args, code) in [
+        (
+            vec![
+                "--config",
+                missing.to_str().unwrap(),
+                "--bridge",
+                bridge.to_str().unwrap(),
+            ],
+            "CONFIG_NOT_FOUND",
+        ),
+        (
+            vec![
+                "--config",
+                config.to_str().unwrap(),
+                "--bridge",
+                not_exec.to_str().unwrap(),
+            ],
+            "BRIDGE_NOT_FOUND",
+        ),
+        (
+            vec![
+                "--config",
+                spaced_config.to_str().unwrap(),
+                "--bridge",
+                bridge.to_str().unwrap(),
+            ],
+            "UNIT_PATH_UNSAFE",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--dir", fresh.to_str().unwrap()]);
+        let (status, _, stderr) = install_units(&all, &[]);
+        assert_eq!(status, Some(1), "{code}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("serverfs: install-units: {code}: ")),
+            "{stderr}"
+        );
+        assert!(!fresh.exists(), "{code}: nothing is written");
+    }
+    // No HOME, no XDG_CONFIG_HOME, no --dir.
+    let (status, _, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--bridge",
+            bridge.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("NO_UNIT_DIR"), "{stderr}");
+    // Every code is documented.
+    let guide = read("docs/deploy.md");
+    for code in [
+        "CONFIG_NOT_FOUND",
+        "BRIDGE_NOT_FOUND",
+        "BINARY_UNKNOWN",
+        "UNIT_PATH_UNSAFE",
+        "NO_UNIT_DIR",
+        "UNIT_EXISTS",
+        "UNIT_WRITE_FAILED",
+    ] {
+        assert!(
+            guide.contains(&format!("`{code}`")),
+            "docs/deploy.md lacks {code}"
+        );
+    }
 }
 
 /// The Bridge's user unit: stops within its shutdown bound, restarts on

@@ -410,7 +410,7 @@ fn doctor_compares_its_identity_with_the_one_the_bridge_measures() {
     std::fs::set_permissions(setup.root(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let nobody = Some(rustix::process::Uid::from_raw(CONTAINER_ID));
     rustix::fs::chown(
-        &setup.work_dir(),
+        setup.work_dir(),
         nobody,
         Some(rustix::process::Gid::from_raw(CONTAINER_ID)),
     )
