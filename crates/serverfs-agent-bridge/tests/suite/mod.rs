@@ -14,6 +14,7 @@ mod daemon_doctor;
 mod daemon_lifecycle;
 mod daemon_protocol;
 mod daemon_recovery;
+mod daemon_upgrade;
 mod native_ids;
 mod rpc;
 mod service;

@@ -25,6 +25,7 @@ mod protocol_errors;
 mod race;
 mod read_tools;
 mod resource;
+mod rollback;
 mod schemas;
 mod search;
 mod stdio;
