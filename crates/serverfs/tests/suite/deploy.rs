@@ -1986,6 +1986,67 @@ fn bridge_systemd_unit_stops_gracefully_and_restarts_on_failure() {
 // docs/deploy.md
 // ---------------------------------------------------------------------------
 
+/// docs/agent-bridge.md opens with the five-step first run (install,
+/// authenticate, enable one workdir, doctor, submit), for the fake runtime
+/// and Codex; the demo script shows both doctors before it serves.
+#[test]
+fn agent_guide_starts_with_the_five_step_first_run() {
+    let guide = read("docs/agent-bridge.md");
+    let first_section = guide
+        .lines()
+        .find(|line| line.starts_with("## "))
+        .unwrap_or("");
+    assert_eq!(first_section, "## First run in five steps");
+    let section: String = guide
+        .split("## First run in five steps")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap()
+        .to_owned();
+    for (n, step) in [
+        "Install a runtime",
+        "Authenticate it",
+        "Enable one workdir",
+        "Run `doctor`",
+        "Submit from a client",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            section.contains(&format!("{}. **{step}", n + 1)),
+            "step {} ({step}) missing",
+            n + 1
+        );
+    }
+    for needle in [
+        "serverfs-agent-bridge doctor --config",
+        "serverfs doctor --config",
+        "serverfs install-units --config",
+        "codex login",
+        "agent_runtimes = [\"fake\"]",
+        "submit_agent_task",
+    ] {
+        assert!(
+            section.contains(needle),
+            "{needle} missing from the first run"
+        );
+    }
+
+    let demo = read("scripts/demo-agent.sh");
+    let position = |needle: &str| {
+        demo.find(needle)
+            .unwrap_or_else(|| panic!("demo-agent.sh lacks {needle}"))
+    };
+    let serve = position("\"$bin/serverfs\" serve");
+    assert!(position("\"$bin/serverfs-agent-bridge\" doctor") < serve);
+    assert!(position("\"$bin/serverfs\" doctor") < serve);
+    assert!(
+        position("\"$bin/serverfs-agent-bridge\" doctor")
+            < position("== ServerFS with agent tools")
+    );
+}
+
 #[test]
 fn deploy_guide_covers_the_files_and_the_usual_failures() {
     let guide = read("docs/deploy.md");
