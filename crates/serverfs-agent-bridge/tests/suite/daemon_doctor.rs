@@ -240,3 +240,51 @@ fn a_configuration_error_is_exit_2_without_a_report() {
     assert_eq!(stdout, "");
     assert!(stderr.contains("state_dir"), "{stderr}");
 }
+
+/// A workdir allowing `runtime` through the stand-in CLI at `<key>`.
+fn cli_setup(runtime: &str, key: &str) -> Setup {
+    let setup = Setup::new().without_workdirs().workdir(Workdir::new(
+        "demo",
+        "workspace-write",
+        &[runtime],
+    ));
+    let bin = fake_cli(setup.root(), runtime, "1.0.0-test");
+    setup.agent(key, &format!("{:?}", bin.to_str().unwrap()))
+}
+
+#[test]
+fn claude_and_qoder_without_authentication_fail_and_keys_pass_unprinted() {
+    // Claude: no credentials file, no key.
+    let doctor = Doctor::run(&cli_setup("claude", "claude_bin"));
+    doctor.fail("runtime claude authentication", "claude_env_passthrough");
+    // A passed-through key.
+    let setup = cli_setup("claude", "claude_bin")
+        .agent("claude_env_passthrough", r#"["ANTHROPIC_API_KEY"]"#)
+        .env("ANTHROPIC_API_KEY", KEY_MARKER);
+    let doctor = Doctor::run(&setup);
+    let line = doctor.line("OK", "runtime claude authentication");
+    assert!(line.contains("ANTHROPIC_API_KEY is set"), "{line}");
+
+    // Qoder with a personal access token that is not set.
+    let pat = |setup: Setup| {
+        setup
+            .agent("qoder_auth", r#""personal-access-token""#)
+            .agent(
+                "qoder_env_passthrough",
+                r#"["QODER_PERSONAL_ACCESS_TOKEN"]"#,
+            )
+    };
+    let doctor = Doctor::run(&pat(cli_setup("qoder", "qoder_bin")));
+    doctor.fail(
+        "runtime qoder authentication",
+        "QODER_PERSONAL_ACCESS_TOKEN is not set",
+    );
+    let setup = pat(cli_setup("qoder", "qoder_bin")).env("QODER_PERSONAL_ACCESS_TOKEN", KEY_MARKER);
+    let doctor = Doctor::run(&setup);
+    doctor.line("OK", "runtime qoder authentication");
+    let env = doctor.line("OK", "runtime qoder environment");
+    assert!(env.contains("QODER_PERSONAL_ACCESS_TOKEN"), "{env}");
+    // Qoder's own login: its state directory under HOME.
+    let doctor = Doctor::run(&cli_setup("qoder", "qoder_bin"));
+    doctor.fail("runtime qoder authentication", "qodercli login");
+}
