@@ -2,8 +2,9 @@
 # Try agent delegation in one step: builds ServerFS and the Agent Bridge
 # (release), writes a throw-away configuration under target/demo-agent/ with
 # a copy of examples/demo as a workspace-write workdir and the deterministic
-# `fake` runtime, starts the Bridge in the background and ServerFS in the
-# foreground on Streamable HTTP. Ctrl-C stops both.
+# `fake` runtime, starts the Bridge in the background, prints both doctors'
+# reports (exit 1 on a FAIL), then serves ServerFS in the foreground on
+# Streamable HTTP. Ctrl-C stops both.
 #
 #   scripts/demo-agent.sh            # http://127.0.0.1:8765/mcp
 #   DEMO_PORT=9000 scripts/demo-agent.sh
@@ -81,6 +82,19 @@ grep -q '"agent bridge serving"' "$dir/bridge.log" || {
   cat "$dir/bridge.log" >&2
   exit 1
 }
+
+# What an operator checks first: both doctors, summary before anything else.
+# The Bridge's: directories, lock artifacts, the fake runtime and the
+# environment it receives, proxy, linger. ServerFS's: workdirs, the HTTP
+# address, and the peer identity the Bridge measures for it (bridge.peer).
+echo "== doctor"
+doctor_ok=true
+"$bin/serverfs-agent-bridge" doctor --config "$config" || doctor_ok=false
+"$bin/serverfs" doctor --config "$config" --http "127.0.0.1:$port" || doctor_ok=false
+if [ "$doctor_ok" != true ]; then
+  echo "doctor reported a FAIL above; fix it and run the script again" >&2
+  exit 1
+fi
 
 cat <<EOF
 

@@ -41,6 +41,12 @@ pub(crate) const SENTINEL: &str = ".serverfs-disabled";
 /// Container defaults of the Bridge endpoints (spec agent-bridge §1.1).
 const CONTAINER_BRIDGE_SOCKET: &str = "/run/serverfs-agent-bridge/bridge.sock";
 const CONTAINER_LOCK_DIR: &str = "/run/serverfs-agent-locks";
+/// The socket's name inside its directory, on both sides of a mount.
+const SOCKET_NAME: &str = "bridge.sock";
+/// The host directories the Compose agent overlay mounts at the container
+/// paths above (read-only), read by the Bridge on the host.
+pub(crate) const HOST_SOCKET_DIR_VAR: &str = "SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR";
+pub(crate) const HOST_LOCK_DIR_VAR: &str = "SERVERFS_AGENT_LOCK_HOST_DIR";
 /// Container default of the bearer token file (a persistent volume).
 const CONTAINER_TOKEN_FILE: &str = "/var/lib/serverfs/tokens.json";
 /// Name of the Bridge's state directory under the XDG state home.
@@ -74,6 +80,10 @@ pub(crate) enum PathDefaults {
     /// The container deployment: fixed paths (`/run/…`,
     /// `/var/lib/serverfs/…`).
     Container,
+    /// The host side of the same Compose `.env` (the Agent Bridge beside
+    /// the container): the socket and lock directories are the host
+    /// directories the agent overlay mounts into the container.
+    ComposeHost,
     /// `--workdir` specs: per-user paths from the XDG variables and HOME.
     Native,
 }
@@ -87,19 +97,46 @@ impl PathDefaults {
     /// (docs/configuration.md §5.8).
     fn reads_hardlinked_files(self) -> bool {
         match self {
-            PathDefaults::Container => true,
+            PathDefaults::Container | PathDefaults::ComposeHost => true,
             PathDefaults::Native => false,
         }
     }
 }
 
-/// The whole environment source: globals plus the sixteen slots.
-pub(crate) fn raw_from_env(env: &Env) -> Result<RawConfig, ConfigError> {
+/// Which side of a Compose deployment reads the variables: the container
+/// (slot `NN` mounted at `/workdirs/NN`), or the host, where the Agent
+/// Bridge finds each slot at its `WORKDIR_NN_PATH`, the very directory
+/// Compose mounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// `serverfs` in the container.
+    Container,
+    /// The Agent Bridge on the host.
+    Host,
+}
+
+/// Where a slot's root is.
+enum SlotRoots {
+    /// `<base>/NN`.
+    Mounted(PathBuf),
+    /// `WORKDIR_NN_PATH`.
+    HostPaths,
+}
+
+/// The whole environment source: globals plus the sixteen slots, as
+/// `side` sees them.
+pub(crate) fn raw_from_env(env: &Env, side: Side) -> Result<RawConfig, ConfigError> {
     check_slot_variable_names(env)?;
-    let mut raw = globals(env, PathDefaults::Container)?;
-    let base = workdirs_root(env)?;
+    let (paths, roots) = match side {
+        Side::Container => (
+            PathDefaults::Container,
+            SlotRoots::Mounted(workdirs_root(env)?),
+        ),
+        Side::Host => (PathDefaults::ComposeHost, SlotRoots::HostPaths),
+    };
+    let mut raw = globals(env, paths)?;
     for slot in 1..=limits::SLOT_COUNT {
-        if let Some(workdir) = slot_workdir(env, slot, &base)? {
+        if let Some(workdir) = slot_workdir(env, slot, &roots)? {
             raw.workdirs.push(workdir);
         }
     }
@@ -177,29 +214,21 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
         ),
     };
 
-    let socket = non_empty(get("SERVERFS_AGENT_BRIDGE_SOCKET")).map(PathBuf::from);
-    let lock_dir = non_empty(get("SERVERFS_AGENT_LOCK_DIR")).map(PathBuf::from);
-    let (default_socket, default_lock_dir) = match paths {
-        PathDefaults::Container => (
-            PathBuf::from(CONTAINER_BRIDGE_SOCKET),
-            PathBuf::from(CONTAINER_LOCK_DIR),
-        ),
-        PathDefaults::Native => native_bridge_paths(env, socket.as_deref()),
-    };
+    let (socket, lock_dir) = bridge_endpoints(env, paths);
     let agent = RawAgent {
         // Lenient on purpose: an unrecognised value fails towards "off".
         enabled: Val::default_at(
             parse::lenient_bool(get("SERVERFS_AGENT_BRIDGE_ENABLED")),
             "SERVERFS_AGENT_BRIDGE_ENABLED",
         ),
-        socket: Val::or_default(socket, default_socket, "SERVERFS_AGENT_BRIDGE_SOCKET"),
+        socket,
         timeout_ms: Val::or_default(
             parse::lenient_float(get("SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS"))
                 .map(parse::seconds_to_ms),
             limits::BRIDGE_TIMEOUT_MS.default_i64(),
             "SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS",
         ),
-        lock_dir: Val::or_default(lock_dir, default_lock_dir, "SERVERFS_AGENT_LOCK_DIR"),
+        lock_dir,
         // The Bridge's own settings are strict, as upstream's Bridge
         // renderer was: a typo aborts startup instead of silently running
         // agents with a default limit. Empty means "not set".
@@ -258,6 +287,43 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             limits::SLOT_COUNT
         ),
     })
+}
+
+/// The Bridge's socket and lock directory. In the container and with
+/// `--workdir` specs they are `SERVERFS_AGENT_BRIDGE_SOCKET` and
+/// `SERVERFS_AGENT_LOCK_DIR` (else the side's defaults). On the host of a
+/// Compose deployment they are inside the directories the agent overlay
+/// mounts, `SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR` and
+/// `SERVERFS_AGENT_LOCK_HOST_DIR` (the container-side variables are the
+/// overlay's, not the host's); unset, they stay empty, which validation
+/// refuses while the Bridge is enabled.
+fn bridge_endpoints(env: &Env, paths: PathDefaults) -> (Val<PathBuf>, Val<PathBuf>) {
+    let get = |name: &str| non_empty(env.get(name).map(String::as_str)).map(PathBuf::from);
+    match paths {
+        PathDefaults::ComposeHost => (
+            Val::or_default(
+                get(HOST_SOCKET_DIR_VAR).map(|dir| dir.join(SOCKET_NAME)),
+                PathBuf::new(),
+                HOST_SOCKET_DIR_VAR,
+            ),
+            Val::or_default(get(HOST_LOCK_DIR_VAR), PathBuf::new(), HOST_LOCK_DIR_VAR),
+        ),
+        PathDefaults::Container | PathDefaults::Native => {
+            let socket = get("SERVERFS_AGENT_BRIDGE_SOCKET");
+            let lock_dir = get("SERVERFS_AGENT_LOCK_DIR");
+            let (default_socket, default_lock_dir) = match paths {
+                PathDefaults::Native => native_bridge_paths(env, socket.as_deref()),
+                PathDefaults::Container | PathDefaults::ComposeHost => (
+                    PathBuf::from(CONTAINER_BRIDGE_SOCKET),
+                    PathBuf::from(CONTAINER_LOCK_DIR),
+                ),
+            };
+            (
+                Val::or_default(socket, default_socket, "SERVERFS_AGENT_BRIDGE_SOCKET"),
+                Val::or_default(lock_dir, default_lock_dir, "SERVERFS_AGENT_LOCK_DIR"),
+            )
+        }
+    }
 }
 
 /// `SERVERFS_QODER_AUTH`, strict like the Bridge's other settings. Empty
@@ -518,7 +584,7 @@ fn http_globals(env: &Env, paths: PathDefaults) -> Result<RawHttp, ConfigError> 
         }
     };
     let default_token_file = match paths {
-        PathDefaults::Container => PathBuf::from(CONTAINER_TOKEN_FILE),
+        PathDefaults::Container | PathDefaults::ComposeHost => PathBuf::from(CONTAINER_TOKEN_FILE),
         PathDefaults::Native => native_token_file(env),
     };
     Ok(RawHttp {
@@ -843,7 +909,7 @@ fn inspect_slot_root(root: &Path) -> Result<SlotRoot, SlotProblem> {
 
 /// Parses slot `slot` and decides its state (spec §2.4). Returns the
 /// workdir for an enabled slot, `None` for a disabled one.
-fn slot_workdir(env: &Env, slot: u8, base: &Path) -> Result<Option<RawWorkdir>, ConfigError> {
+fn slot_workdir(env: &Env, slot: u8, roots: &SlotRoots) -> Result<Option<RawWorkdir>, ConfigError> {
     let var = |field: &str| format!("WORKDIR_{slot:02}_{field}");
     let get = |field: &str| env.get(&var(field)).map(String::as_str);
     let strict_int = |field: &str| -> Result<Option<Val<i64>>, ConfigError> {
@@ -854,7 +920,21 @@ fn slot_workdir(env: &Env, slot: u8, base: &Path) -> Result<Option<RawWorkdir>, 
     // Parse every variable before looking at the slot state: invalid values
     // are errors even on a disabled slot (typos never survive).
     let alias = non_empty(get("ALIAS")).map(str::to_owned);
-    let root = base.join(format!("{slot:02}"));
+    let root = match roots {
+        SlotRoots::Mounted(base) => base.join(format!("{slot:02}")),
+        // Unset: an empty path, which inspects as missing.
+        SlotRoots::HostPaths => match non_empty(get("PATH")) {
+            None => PathBuf::new(),
+            Some(path) if Path::new(path).is_absolute() => PathBuf::from(path),
+            Some(path) => {
+                return Err(ConfigError::InvalidValue {
+                    key: var("PATH"),
+                    expected: "an absolute path (the Agent Bridge reads it on the host)",
+                    got: path.to_owned(),
+                });
+            }
+        },
+    };
     let read_only = parse::strict_bool(&var("READ_ONLY"), get("READ_ONLY"))?;
     let deny_items = parse::list(get("EXTRA_DENY_GLOBS"));
     let runtimes = runtime_names(get("AGENT_RUNTIMES"));

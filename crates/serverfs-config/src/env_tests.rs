@@ -1632,3 +1632,110 @@ fn default_slot_roots_are_under_workdirs() {
         }
     );
 }
+
+/// The Agent Bridge on the host of a Compose deployment reads the same
+/// variables, with each slot at its `WORKDIR_NN_PATH`, the endpoints in the
+/// host directories the agent overlay mounts, and the slots' lease
+/// identities, as the container does.
+#[test]
+fn the_compose_host_side_reads_slots_at_their_host_paths() {
+    let fx = Fixture::new();
+    let docs = fx.mkdir("srv/docs");
+    let code = fx.mkdir("srv/code");
+    let socket_dir = fx.mkdir("run/socket");
+    let locks = fx.mkdir("run/locks");
+    let env = crate::test_support::env(&[
+        ("WORKDIR_01_ALIAS", "docs"),
+        ("WORKDIR_01_PATH", docs.to_str().unwrap()),
+        ("WORKDIR_03_ALIAS", "code"),
+        ("WORKDIR_03_PATH", code.to_str().unwrap()),
+        ("WORKDIR_03_READ_ONLY", "false"),
+        ("WORKDIR_03_AGENT_MODE", "workspace-write"),
+        ("WORKDIR_03_AGENT_RUNTIMES", "fake"),
+        ("SERVERFS_AGENT_BRIDGE_ENABLED", "true"),
+        (
+            "SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR",
+            socket_dir.to_str().unwrap(),
+        ),
+        ("SERVERFS_AGENT_LOCK_HOST_DIR", locks.to_str().unwrap()),
+        // The container-side endpoints are the overlay's, not the host's.
+        (
+            "SERVERFS_AGENT_BRIDGE_SOCKET",
+            "/run/serverfs-agent-bridge/bridge.sock",
+        ),
+    ]);
+    let config = crate::Config::load(&crate::ConfigSource::ComposeHost, &[], &env).unwrap();
+    assert_eq!(config.agent.bridge_socket, socket_dir.join("bridge.sock"));
+    assert_eq!(config.agent.lock_dir, locks);
+    let roots: Vec<(&str, PathBuf, Option<u8>, bool)> = config
+        .workdirs
+        .iter()
+        .map(|w| (w.alias.as_str(), w.root.clone(), w.legacy_slot, w.read_only))
+        .collect();
+    assert_eq!(
+        roots,
+        [
+            ("docs", docs, Some(1), true),
+            ("code", code, Some(3), false),
+        ]
+    );
+}
+
+#[test]
+fn the_compose_host_side_refuses_what_it_cannot_find() {
+    let fx = Fixture::new();
+    let docs = fx.mkdir("docs");
+    let host = |pairs: &[(&str, &str)]| {
+        let mut all = vec![
+            ("WORKDIR_01_ALIAS", "docs"),
+            ("SERVERFS_AGENT_BRIDGE_ENABLED", "true"),
+        ];
+        all.extend_from_slice(pairs);
+        crate::Config::load(
+            &crate::ConfigSource::ComposeHost,
+            &[],
+            &crate::test_support::env(&all),
+        )
+    };
+    let dirs = [
+        (
+            "SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR",
+            "/run/user/1000/sfs",
+        ),
+        ("SERVERFS_AGENT_LOCK_HOST_DIR", "/run/user/1000/sfs-locks"),
+    ];
+
+    // An alias without a host path.
+    let error = host(&dirs).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ConfigError::Slot {
+                slot: 1,
+                problem: SlotProblem::MissingRoot,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    // A relative one: Compose would resolve it beside compose.yml, the
+    // Bridge cannot know where that is.
+    let mut pairs = dirs.to_vec();
+    pairs.push(("WORKDIR_01_PATH", "./docs"));
+    assert_eq!(
+        host(&pairs).unwrap_err().key().as_deref(),
+        Some("WORKDIR_01_PATH")
+    );
+    // Without the host directories of the overlay's mounts.
+    let path = docs.to_str().unwrap();
+    for missing in dirs {
+        let mut pairs: Vec<(&str, &str)> = dirs
+            .iter()
+            .copied()
+            .filter(|pair| *pair != missing)
+            .collect();
+        pairs.push(("WORKDIR_01_PATH", path));
+        let error = host(&pairs).unwrap_err();
+        assert_eq!(error.key().as_deref(), Some(missing.0), "{error}");
+    }
+}

@@ -48,6 +48,18 @@ pub enum ConfigError {
         reason: String,
     },
 
+    /// A Compose `.env` file has a line the Bridge does not read the way
+    /// Compose would (see [`crate::read_env_file`]).
+    #[error("{path:?} line {line}: {reason}")]
+    EnvFileSyntax {
+        /// The file as given.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong and how to write it.
+        reason: &'static str,
+    },
+
     /// The configuration file is not valid TOML.
     #[error("invalid TOML at line {line}, column {column}: {message}")]
     TomlSyntax {
@@ -268,6 +280,7 @@ impl ConfigError {
             | ConfigError::NoWorkdirs { .. }
             | ConfigError::TooManyWorkdirs { .. }
             | ConfigError::ReadFile { .. }
+            | ConfigError::EnvFileSyntax { .. }
             | ConfigError::TomlSyntax { .. }
             | ConfigError::NoHttpBind => None,
             ConfigError::TomlKey { key, .. }
@@ -450,7 +463,8 @@ fn describe_bounds(min: u64, max: u64) -> String {
 }
 
 /// Collapses a foreign message (parser, OS) to one line, so no error ever
-/// spans several lines of the operator's terminal or log.
-pub(crate) fn one_line(message: &str) -> String {
+/// spans several lines of the operator's terminal or log: every run of
+/// white space, newlines included, becomes one space.
+pub fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -8,7 +8,9 @@
 //!   native format, documented key by key in `docs/configuration.md` and
 //!   `examples/serverfs.toml`;
 //! - upstream's container variables: `SERVERFS_*` globals and the sixteen
-//!   `WORKDIR_NN_*` slots mounted at `/workdirs/NN`;
+//!   `WORKDIR_NN_*` slots mounted at `/workdirs/NN`; the Agent Bridge beside
+//!   such a container reads the same `.env` ([`read_env_file`]) as
+//!   [`ConfigSource::ComposeHost`], with each slot at its host path;
 //! - `--workdir ALIAS=PATH[:rw]` specs for a quick start without any file.
 //!
 //! Each source is parsed into a raw, source-independent form that still
@@ -63,7 +65,9 @@ mod alias;
 mod cli;
 mod cli_runtime;
 mod codex;
+mod doctor_report;
 mod env;
+mod env_file;
 mod error;
 mod http;
 mod limits;
@@ -90,7 +94,9 @@ pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
 pub use cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 pub use codex::{CodexSettings, CodexTransport};
-pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem};
+pub use doctor_report::{DOCTOR_EXIT_CONFIG, DOCTOR_EXIT_FAILED, DoctorReport, plural};
+pub use env_file::read_env_file;
+pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem, one_line};
 pub use http::{ConnectionLimits, EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, TextContent, WorkdirConfig};
 pub use oauth::{

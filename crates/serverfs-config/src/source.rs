@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cli;
-use crate::env::{self, PathDefaults};
+use crate::env::{self, PathDefaults, Side};
 use crate::error::{ConfigError, one_line};
 use crate::model::Config;
 use crate::toml_file;
@@ -20,6 +20,14 @@ pub enum ConfigSource {
     /// Upstream's container variables: `SERVERFS_*` globals and the
     /// `WORKDIR_01_*` … `WORKDIR_16_*` slots.
     Environment,
+    /// The same variables read on the host of a Compose deployment, by the
+    /// Agent Bridge beside the container (its `--env-file`): each slot's
+    /// root is its `WORKDIR_NN_PATH` (absolute), the socket is
+    /// `bridge.sock` in `SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR` and the
+    /// lock directory `SERVERFS_AGENT_LOCK_HOST_DIR`, the directories the
+    /// agent overlay mounts into the container. Lease identities are the
+    /// slots', as in the container, so both processes lock the same files.
+    ComposeHost,
     /// `--workdir ALIAS=PATH[:rw|:ro]` specs; server settings and workdir
     /// defaults come from the `SERVERFS_*` globals.
     Cli(Vec<String>),
@@ -85,7 +93,8 @@ impl Config {
                 })?;
                 toml_file::raw_from_toml(&text, &config_dir(path), env)?
             }
-            ConfigSource::Environment => env::raw_from_env(env)?,
+            ConfigSource::Environment => env::raw_from_env(env, Side::Container)?,
+            ConfigSource::ComposeHost => env::raw_from_env(env, Side::Host)?,
             ConfigSource::Cli(specs) => {
                 let mut raw = env::globals(env, PathDefaults::Native)?;
                 raw.empty_hint = "no --workdir was given".to_owned();

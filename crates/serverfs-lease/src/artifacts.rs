@@ -64,7 +64,7 @@ impl ArtifactAccess {
 
     /// Bits an existing directory must not have (spec §8.2: private refuses
     /// any group/other bit; shared refuses group-write and every world bit).
-    fn forbidden_dir_bits(self) -> u32 {
+    pub fn forbidden_dir_bits(self) -> u32 {
         match self {
             ArtifactAccess::Private => 0o077,
             ArtifactAccess::Shared { .. } => 0o027,

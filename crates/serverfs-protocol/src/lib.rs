@@ -12,9 +12,10 @@
 //! - **The Agent Bridge RPC v1** ([`bridge`]): the newline-delimited JSON
 //!   protocol between the MCP server and the host-side Agent Bridge over a
 //!   local Unix socket: framing, the request and response envelopes decoded
-//!   in two stages, the ten methods with their typed parameters and results,
-//!   task events, and the [`bridge::BridgeErrorCode`]s. Its JSON Schemas are
-//!   committed under `schema/` and pinned by a test.
+//!   in two stages, the ten task methods and the diagnostic `bridge.peer`
+//!   with their typed parameters and results, task events, and the
+//!   [`bridge::BridgeErrorCode`]s. Its JSON Schemas are committed under
+//!   `schema/` and pinned by a test.
 //!
 //! Both are plain data with `serde`; by default nothing here does I/O or
 //! needs an async runtime, so the filesystem kernel can link it freely. The

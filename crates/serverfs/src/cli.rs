@@ -1,4 +1,5 @@
-//! Command line: `serverfs serve` and `serverfs check-config`.
+//! Command line: `serverfs serve`, `check-config`, `doctor`, `token` and
+//! `install-units`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -103,6 +104,10 @@ enum Command {
     /// Manage OAuth grants and clients (http.auth = "oauth"), and print
     /// one-time approval codes for the consent page.
     Oauth(OAuthArgs),
+    /// Write the systemd user units of serverfs and the Agent Bridge with
+    /// this machine's binary and configuration paths, and print the
+    /// `systemctl --user` commands (exit 0; 1 when nothing was written).
+    InstallUnits(crate::install_units::InstallUnitsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +236,16 @@ pub fn run() -> ExitCode {
         Command::Doctor(args) => crate::doctor::run(&args, &env),
         Command::Token(args) => token(&args, &env),
         Command::Oauth(args) => oauth(&args, &env),
+        Command::InstallUnits(args) => match crate::install_units::run(&args, &env) {
+            Ok(summary) => {
+                print!("{summary}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("serverfs: install-units: {error}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

@@ -14,6 +14,7 @@ mod audit;
 mod cli;
 mod doctor;
 mod http;
+mod install_units;
 mod jsonrpc;
 mod logging;
 mod mcp;

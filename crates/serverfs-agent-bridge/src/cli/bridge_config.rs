@@ -17,11 +17,12 @@ use serverfs_agent_bridge::service::{Policies, PolicyError, Runtimes, ServiceSet
 use serverfs_agent_runtime::fake::FakeAdapter;
 use serverfs_agent_runtime::{Adapter, Probe, ProxyPolicy};
 use serverfs_config::{
-    AgentRuntime, CodexSettings, Config, ConfigError, QODER_TOKEN_VARIABLE, QoderAuth,
-    select_source,
+    AgentRuntime, CodexSettings, Config, ConfigError, ConfigSource, QODER_TOKEN_VARIABLE,
+    QoderAuth, read_env_file, select_source,
 };
 use serverfs_lease::{ArtifactAccess, LeaseError, LeaseId};
 
+use super::ConfigArgs;
 use super::proxy_env::{self, ProxyEndpoint, ProxyEnvError};
 
 /// Everything `serve` needs, validated.
@@ -34,12 +35,14 @@ pub struct BridgeConfig {
     pub runtimes: Vec<String>,
     /// Each of those runtimes, resolved, in the same order.
     setups: Vec<RuntimeSetup>,
+    /// The agent egress proxy endpoint (its `Debug` redacts the URL).
+    pub proxy: ProxyEndpoint,
 }
 
 /// One runtime this Bridge runs, with everything resolved at start-up
 /// (executables, homes, proxy policy).
 #[derive(Debug)]
-enum RuntimeSetup {
+pub enum RuntimeSetup {
     Fake(ProxyPolicy),
     Codex(CodexConfig),
     Claude(StreamJsonConfig),
@@ -110,6 +113,24 @@ pub enum BridgeConfigError {
     /// Codex's home cannot be found.
     #[error("agent.codex_home: not set, and neither CODEX_HOME nor HOME is an absolute path")]
     NoCodexHome,
+    /// The Compose container would run as another identity than the one
+    /// the Bridge serves.
+    #[error(
+        "{variable}: the agent overlay runs the container as {variable}={written:?}, but the \
+         Bridge serves {served} ({peer_variable}, default the Bridge's own id): set \
+         {variable}={served} in the .env (the host user's `id -u`/`id -g`), or \
+         {peer_variable} to the container's measured id"
+    )]
+    ContainerIdentity {
+        /// `SERVERFS_UID` or `SERVERFS_GID`.
+        variable: &'static str,
+        /// Its value in the file.
+        written: String,
+        /// The id the Bridge serves.
+        served: u32,
+        /// The setting that decides `served`.
+        peer_variable: &'static str,
+    },
     /// A writable workdir has no lease identity.
     #[error("workdir {alias}: {source}")]
     Lease {
@@ -119,6 +140,10 @@ pub enum BridgeConfigError {
         source: LeaseError,
     },
 }
+
+/// The identity the Compose overlay runs the container as (`user:`).
+const CONTAINER_UID_VAR: &str = "SERVERFS_UID";
+const CONTAINER_GID_VAR: &str = "SERVERFS_GID";
 
 /// Where the capability snapshots of ACP profiles live: a private
 /// directory of the Bridge's state (created 0700 beside the database).
@@ -132,14 +157,57 @@ const ACP_SNAPSHOT_DIR: &str = "acp-capabilities";
 /// disabled, a relative state directory, a runtime this build cannot run,
 /// or a proxied runtime without an endpoint.
 pub fn load(
-    config_flag: Option<PathBuf>,
-    env: &BTreeMap<String, String>,
+    args: &ConfigArgs,
+    process_env: &BTreeMap<String, String>,
 ) -> Result<BridgeConfig, BridgeConfigError> {
-    let source = select_source(config_flag, &[], env)?;
+    let loaded = load_tolerant(args, process_env)?;
+    match loaded.unusable.into_iter().next() {
+        Some((_, error)) => Err(error),
+        None => Ok(loaded.config),
+    }
+}
+
+/// What `doctor` inspects: the configuration with every runtime that could
+/// be set up, the runtimes that could not (each with the error `serve`
+/// would stop at), and the environment the Bridge reads (its own plus the
+/// `--env-file`). Not `Debug`: the environment holds secrets.
+pub struct LoadedConfig {
+    pub config: BridgeConfig,
+    pub unusable: Vec<(AgentRuntime, BridgeConfigError)>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// As [`load`], except that a runtime that cannot be set up is returned in
+/// [`LoadedConfig::unusable`] instead of failing the whole load.
+///
+/// # Errors
+///
+/// As [`load`], but for the runtimes' own errors.
+pub fn load_tolerant(
+    args: &ConfigArgs,
+    process_env: &BTreeMap<String, String>,
+) -> Result<LoadedConfig, BridgeConfigError> {
+    let (source, env) = match &args.env_file {
+        // The file's values win: it is the deployment's one source, and
+        // the service environment only adds HOME, PATH and the like.
+        Some(file) => {
+            let mut env = process_env.clone();
+            env.extend(read_env_file(file)?);
+            (ConfigSource::ComposeHost, env)
+        }
+        None => (
+            select_source(args.config.clone(), &[], process_env)?,
+            process_env.clone(),
+        ),
+    };
+    let env = &env;
     let config = Config::load(&source, &[], env)?;
     let agent = &config.agent;
     if !agent.bridge_enabled {
         return Err(BridgeConfigError::Disabled);
+    }
+    if source == ConfigSource::ComposeHost {
+        check_container_identity(&config, env)?;
     }
     if !agent.state_dir.is_absolute() {
         return Err(BridgeConfigError::RelativeStateDir);
@@ -158,17 +226,72 @@ pub fn load(
     {
         return Err(BridgeConfigError::ProxyUnset(runtime.clone()));
     }
-    let setups = enabled
-        .iter()
-        .map(|runtime| setup(runtime, &config, &proxy, env))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(BridgeConfig {
+    let mut runtimes = Vec::new();
+    let mut setups = Vec::new();
+    let mut unusable = Vec::new();
+    for runtime in enabled {
+        match setup(runtime, &config, &proxy, env) {
+            Ok(resolved) => {
+                runtimes.push(runtime.as_str().to_owned());
+                setups.push(resolved);
+            }
+            Err(error) => unusable.push((runtime.clone(), error)),
+        }
+    }
+    let config = BridgeConfig {
         settings: ServiceSettings::from_agent(agent),
         state_dir: agent.state_dir.clone(),
-        runtimes: enabled.iter().map(|r| r.as_str().to_owned()).collect(),
+        runtimes,
         setups,
+        proxy,
         config,
+    };
+    Ok(LoadedConfig {
+        config,
+        unusable,
+        env: env.clone(),
     })
+}
+
+/// The Compose agent overlay runs the container as
+/// `SERVERFS_UID:SERVERFS_GID`; the Bridge serves `peer_uid` (default its
+/// own uid) and, when set, `peer_gid`. If they differ, every agent call
+/// and every mutation of the container would fail, so the Bridge refuses
+/// to start and says which value to change. (A uid mapping between the two
+/// cannot be seen here; `serverfs doctor` in the container measures it.)
+fn check_container_identity(
+    config: &Config,
+    env: &BTreeMap<String, String>,
+) -> Result<(), BridgeConfigError> {
+    let served_uid = config
+        .agent
+        .peer_uid
+        .unwrap_or_else(|| rustix::process::geteuid().as_raw());
+    let served = [
+        (
+            CONTAINER_UID_VAR,
+            Some(served_uid),
+            "SERVERFS_AGENT_PEER_UID",
+        ),
+        (
+            CONTAINER_GID_VAR,
+            config.agent.peer_gid,
+            "SERVERFS_AGENT_PEER_GID",
+        ),
+    ];
+    for (variable, served, peer_variable) in served {
+        let Some(served) = served else { continue };
+        let written = env.get(variable).map(|value| value.trim()).unwrap_or("");
+        if written.parse::<u32>() != Ok(served) {
+            return Err(BridgeConfigError::ContainerIdentity {
+                variable,
+                written: written.to_owned(),
+                served,
+                peer_variable,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Resolves `runtime`. Every runtime the configuration can name is a case
@@ -399,6 +522,11 @@ impl BridgeConfig {
                 RuntimeSetup::Acp(config) => Arc::new(AcpAdapter::new(config.clone())),
             }
         }))
+    }
+
+    /// Each runtime this Bridge runs, by name, with its resolved setup.
+    pub fn setups(&self) -> impl Iterator<Item = (&str, &RuntimeSetup)> {
+        self.runtimes.iter().map(String::as_str).zip(&self.setups)
     }
 
     /// The ACP runtimes, each with its adapter (for `probe` and the

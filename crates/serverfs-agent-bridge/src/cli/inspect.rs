@@ -10,18 +10,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serverfs_agent_bridge::store::{DATABASE_FILE, StateDir, Store, StoreError, TaskRecord};
 use serverfs_agent_runtime::{ProcessGroupId, is_group_alive, is_task_alive};
 
-use super::{bridge_config, config_error, containment};
+use super::{ConfigArgs, bridge_config, config_error, containment};
 
 /// Prints the summary; exit 0, or 2 when the configuration or state is
 /// unusable.
-pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>, limit: u32) -> ExitCode {
-    let config = match bridge_config::load(config_flag, env) {
+pub fn run(args: &ConfigArgs, env: &BTreeMap<String, String>, limit: u32) -> ExitCode {
+    let config = match bridge_config::load(args, env) {
         Ok(config) => config,
         Err(error) => return config_error(&error),
     };

@@ -1,9 +1,10 @@
 //! Command line of `serverfs-agent-bridge`: `serve`, `check-config`,
-//! `inspect` and `probe`, all reading the operator's one source of truth (the same
+//! `inspect`, `probe` and `doctor`, all reading the operator's one source of truth (the same
 //! `serverfs.toml` or `.env`-style variables `serverfs` reads).
 
 mod bridge_config;
 mod containment;
+mod doctor;
 mod inspect;
 mod proxy_env;
 mod serve;
@@ -48,6 +49,13 @@ enum Command {
     /// print what it advertised (one JSON descriptor per line); exit 1 if
     /// any probe failed.
     Probe(ConfigArgs),
+    /// Check that this Bridge will work before a task fails: its
+    /// directories and lock artifacts, each runtime (executable, version,
+    /// authentication, Codex daemon), the environment each runtime
+    /// receives (names only), the egress proxy and systemd linger. One
+    /// OK/WARN/FAIL line per check with its fix; exit 0 (no FAIL), 1 (a
+    /// FAIL) or 2 (configuration error). Never prints a credential.
+    Doctor(ConfigArgs),
 }
 
 #[derive(Debug, Args)]
@@ -56,6 +64,12 @@ struct ConfigArgs {
     /// WORKDIR_NN_* / SERVERFS_* environment.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The .env of a Compose deployment whose container this Bridge serves
+    /// (deploy/docker/.env): read on the host side, each slot at its
+    /// WORKDIR_NN_PATH, the socket and locks in the directories the agent
+    /// overlay mounts (docs/configuration.md §3.4).
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    env_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -72,16 +86,17 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let env: BTreeMap<String, String> = std::env::vars().collect();
     match cli.command {
-        Command::Serve(args) => serve::run(args.config, &env),
-        Command::CheckConfig(args) => match bridge_config::load(args.config, &env) {
+        Command::Serve(args) => serve::run(&args, &env),
+        Command::CheckConfig(args) => match bridge_config::load(&args, &env) {
             Ok(config) => {
                 print!("{}", config.report());
                 ExitCode::SUCCESS
             }
             Err(error) => config_error(&error),
         },
-        Command::Inspect(args) => inspect::run(args.config.config, &env, args.limit),
-        Command::Probe(args) => match bridge_config::load(args.config, &env) {
+        Command::Inspect(args) => inspect::run(&args.config, &env, args.limit),
+        Command::Doctor(args) => doctor::run(&args, &env),
+        Command::Probe(args) => match bridge_config::load(&args, &env) {
             Ok(config) => probe(&config),
             Err(error) => config_error(&error),
         },

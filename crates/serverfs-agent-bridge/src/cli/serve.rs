@@ -7,7 +7,6 @@
 //! leaves every task in a terminal, consistent state.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -17,12 +16,12 @@ use serverfs_agent_bridge::store::{StateDir, Store};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
-use super::{EXIT_CONFIG, bridge_config, config_error, containment};
+use super::{ConfigArgs, EXIT_CONFIG, bridge_config, config_error, containment};
 
 /// Runs the daemon; exit 0 after a graceful shutdown, 2 when it cannot
 /// start, 1 when serving fails.
-pub fn run(config_flag: Option<PathBuf>, env: &BTreeMap<String, String>) -> ExitCode {
-    let config = match bridge_config::load(config_flag, env) {
+pub fn run(args: &ConfigArgs, env: &BTreeMap<String, String>) -> ExitCode {
+    let config = match bridge_config::load(args, env) {
         Ok(config) => config,
         Err(error) => return config_error(&error),
     };

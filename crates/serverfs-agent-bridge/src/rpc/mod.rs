@@ -81,4 +81,4 @@ pub use peer::{PeerInfo, PeerPolicy};
 pub use server::{
     BridgeService, ServeOptions, ServiceFuture, ShutdownSignal, ShutdownTrigger, shutdown_channel,
 };
-pub use socket::BridgeListener;
+pub use socket::{BridgeListener, SOCKET_DIRECTORY_FORBIDDEN_BITS, SOCKET_DIRECTORY_MODE};

@@ -62,11 +62,11 @@ use super::peer::PeerPolicy;
 use crate::platform;
 
 /// The mode of a socket directory we create.
-const DIRECTORY_MODE: u32 = 0o750;
+pub const SOCKET_DIRECTORY_MODE: u32 = 0o750;
 
 /// Bits an existing socket directory must not have: group write, and any
 /// access by others.
-const DIRECTORY_FORBIDDEN_BITS: u32 = 0o027;
+pub const SOCKET_DIRECTORY_FORBIDDEN_BITS: u32 = 0o027;
 
 /// The mode of the socket file: owner and group may connect.
 const SOCKET_MODE: u32 = 0o660;
@@ -245,7 +245,7 @@ fn prepare_directory(parent: &Path, uid: u32, gid: Option<Gid>) -> Result<OwnedF
     }
     let mut created = false;
     for (depth, dir) in missing.iter().enumerate().rev() {
-        match rustix::fs::mkdir(*dir, Mode::from_raw_mode(DIRECTORY_MODE)) {
+        match rustix::fs::mkdir(*dir, Mode::from_raw_mode(SOCKET_DIRECTORY_MODE)) {
             Ok(()) => created = depth == 0,
             // Created concurrently: checked below like any existing one.
             Err(Errno::EXIST) => created = false,
@@ -266,8 +266,8 @@ fn prepare_directory(parent: &Path, uid: u32, gid: Option<Gid>) -> Result<OwnedF
     }
     if created {
         // mkdir applied the umask; set the exact mode.
-        rustix::fs::fchmod(&dir, Mode::from_raw_mode(DIRECTORY_MODE)).map_err(unusable)?;
-    } else if stat.st_mode & DIRECTORY_FORBIDDEN_BITS != 0 {
+        rustix::fs::fchmod(&dir, Mode::from_raw_mode(SOCKET_DIRECTORY_MODE)).map_err(unusable)?;
+    } else if stat.st_mode & SOCKET_DIRECTORY_FORBIDDEN_BITS != 0 {
         return Err(RpcError::directory(DirectoryProblem::TooPermissive, None));
     }
     if let Some(gid) = gid

@@ -1,5 +1,6 @@
 //! The task service: the ten Bridge methods over the durable store, the
-//! runtime adapters and the writer leases (spec-agent-bridge.md §2.6–§9).
+//! runtime adapters and the writer leases (spec-agent-bridge.md §2.6–§9),
+//! and the diagnostic `bridge.peer`.
 //!
 //! # Shape
 //!
@@ -50,8 +51,8 @@ use std::time::Duration;
 
 use serverfs_agent_runtime::AgentError;
 use serverfs_protocol::bridge::{
-    BridgeErrorCode, BridgeRequest, CatalogScope, CatalogStatus, ModelCatalog, Request, Response,
-    RuntimeListResult, RuntimeModelsParams, TaskEventsParams, TaskEventsResult,
+    BridgeErrorCode, BridgePeerResult, BridgeRequest, CatalogScope, CatalogStatus, ModelCatalog,
+    Request, Response, RuntimeListResult, RuntimeModelsParams, TaskEventsParams, TaskEventsResult,
     TaskMessageSendParams, TaskMessageSendResult, TaskResultChunk, TaskResultReadParams,
     TaskStatus, TaskView,
 };
@@ -138,11 +139,11 @@ impl TaskService {
 }
 
 impl BridgeService for TaskService {
-    fn handle(&self, _peer: PeerInfo, request: Request) -> ServiceFuture<'_> {
+    fn handle(&self, peer: PeerInfo, request: Request) -> ServiceFuture<'_> {
         let core = Arc::clone(&self.core);
         Box::pin(async move {
             let Request { request_id, call } = request;
-            match core.dispatch(call).await {
+            match core.dispatch(peer, call).await {
                 Ok(result) => Response::Success { request_id, result },
                 Err(error) => error::error_response(error, request_id),
             }
@@ -168,6 +169,7 @@ fn answer<T: serde::Serialize>(
 impl Core {
     async fn dispatch(
         self: &Arc<Self>,
+        peer: PeerInfo,
         call: BridgeRequest,
     ) -> ServiceResult<serde_json::Map<String, serde_json::Value>> {
         match call {
@@ -185,6 +187,12 @@ impl Core {
             }
             BridgeRequest::TaskMessageSend(params) => answer(self.send_message(params).await?),
             BridgeRequest::TaskCancel(params) => answer(self.cancel(params.task_id).await?),
+            // What the transport measured before it read this request;
+            // answered while shutting down too, as it changes nothing.
+            BridgeRequest::BridgePeer(_) => answer(BridgePeerResult {
+                uid: peer.uid,
+                gid: peer.gid,
+            }),
         }
     }
 

@@ -33,6 +33,9 @@ pub const DATABASE_FILE: &str = "state.sqlite3";
 /// Name of the result spool directory inside the state directory.
 pub const RESULTS_DIR: &str = "results";
 
+/// Bits the state directory must not have: it is private to its owner.
+pub const STATE_DIR_FORBIDDEN_BITS: u32 = 0o077;
+
 /// A checked private state directory.
 ///
 /// Holding one means: the directory, the database file and the result spool
@@ -185,7 +188,7 @@ fn judge(metadata: &Metadata, part: StatePart) -> Result<(), StoreError> {
     if metadata.uid() != effective_uid() {
         return refuse(UnsafeReason::NotOwned);
     }
-    if metadata.mode() & 0o077 != 0 {
+    if metadata.mode() & STATE_DIR_FORBIDDEN_BITS != 0 {
         return refuse(UnsafeReason::GroupOrWorldAccess);
     }
     Ok(())

@@ -74,7 +74,7 @@ mod wire;
 
 pub use connection::{Db, Store};
 pub(crate) use digest::sha256_hex;
-pub use dir::{DATABASE_FILE, RESULTS_DIR, StateDir};
+pub use dir::{DATABASE_FILE, RESULTS_DIR, STATE_DIR_FORBIDDEN_BITS, StateDir};
 pub use error::{SpoolProblem, StatePart, StoreError, UnsafeReason};
 pub use event::EventClass;
 pub use id::{is_request_id, is_task_id, new_request_id, new_task_id};

@@ -380,6 +380,24 @@ print(json.dumps([json.loads(line) for line in lines[:-1]]))
     serde_json::from_slice(&output.stdout).expect("the client's JSON")
 }
 
+/// `bridge.peer` needs no task or workdir and answers this connection's
+/// measured identity, here the test's own; extra parameters are refused
+/// like any method's.
+#[test]
+fn daemon_answers_the_measured_peer_identity() {
+    let daemon = Setup::new().start_serving();
+    let measured = daemon.ok("bridge.peer", json!({}));
+    assert_eq!(
+        measured,
+        json!({
+            "uid": rustix::process::geteuid().as_raw(),
+            "gid": rustix::process::getegid().as_raw(),
+        })
+    );
+    let refused = daemon.err("bridge.peer", json!({"uid": 0}));
+    assert_eq!(refused, "INVALID_REQUEST");
+}
+
 #[test]
 fn daemon_refuses_an_unauthorized_peer_with_one_frame() {
     if !rustix::process::geteuid().is_root() {
@@ -418,12 +436,23 @@ fn daemon_refuses_an_unauthorized_peer_with_one_frame() {
     assert_eq!(error_code(&frames[0]), "PEER_NOT_AUTHORIZED", "{frames:?}");
     assert_eq!(frames[0]["request_id"], Value::Null);
 
-    // Our own uid in the configured group is served: the submit above had
-    // no effect, no task exists and nothing was written.
-    let get = json!({"protocol_version":1,"request_id":"ok","method":"runtime.list","params":{}});
-    let frames = connect_as(0, NOBODY, &socket, &[get]);
+    // The diagnostic is refused like every other method.
+    let peer = json!({"protocol_version":1,"request_id":"who","method":"bridge.peer","params":{}});
+    let frames = connect_as(NOBODY, NOBODY, &socket, std::slice::from_ref(&peer));
     assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(error_code(&frames[0]), "PEER_NOT_AUTHORIZED", "{frames:?}");
+
+    // Our own uid in the configured group is served: the submit above had
+    // no effect, no task exists and nothing was written. `bridge.peer`
+    // answers what the kernel measured for that very connection.
+    let get = json!({"protocol_version":1,"request_id":"ok","method":"runtime.list","params":{}});
+    let frames = connect_as(0, NOBODY, &socket, &[get, peer]);
+    assert_eq!(frames.len(), 2, "{frames:?}");
     assert_eq!(frames[0]["ok"], true, "{frames:?}");
+    assert_eq!(
+        frames[1],
+        json!({"request_id": "who", "ok": true, "result": {"uid": 0, "gid": NOBODY}})
+    );
     // Root's own primary group (0) is not the configured one.
     let mut conn = RawConn::connect(&socket);
     let refused = conn.read_json();

@@ -263,6 +263,46 @@ impl ProviderCommand {
         self
     }
 
+    /// The names of the variables the provider will start with (the task
+    /// marker of an opened working directory aside), sorted: what an
+    /// operator may see of its environment, never the values.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn) for the environment: a malformed or
+    /// reserved pair, or a proxy enabled without an endpoint.
+    pub fn environment_names(&self) -> Result<Vec<String>, ProcessError> {
+        let mut names: Vec<String> = self
+            .environment()?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The inherited allowlist, the fixed pairs, the passed-through
+    /// variables and the proxy, as [`provider_environment`] combines them.
+    fn environment(&self) -> Result<Vec<(String, String)>, ProcessError> {
+        let inherited: Vec<(String, String)> = match &self.inherited {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os()
+                .filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                })
+                .collect(),
+        };
+        let mut extra = self.env.clone();
+        for name in &self.passthrough {
+            let fixed = extra.iter().any(|(fixed, _)| fixed == name);
+            let value = inherited.iter().find(|(inherited, _)| inherited == name);
+            if let (false, Some((_, value))) = (fixed, value) {
+                extra.push((name.clone(), value.clone()));
+            }
+        }
+        provider_environment(inherited, &extra, &self.proxy)
+    }
+
     /// Starts the provider: `env_clear` plus [`provider_environment`],
     /// stdin and stdout piped, stderr drained into a [`StderrCapture`], in a
     /// new process group, killed (leader and group) when the returned
@@ -296,23 +336,7 @@ impl ProviderCommand {
                 ));
             }
         };
-        let inherited: Vec<(String, String)> = match &self.inherited {
-            Some(vars) => vars.clone(),
-            None => std::env::vars_os()
-                .filter_map(|(name, value)| {
-                    Some((name.into_string().ok()?, value.into_string().ok()?))
-                })
-                .collect(),
-        };
-        let mut extra = self.env.clone();
-        for name in &self.passthrough {
-            let fixed = extra.iter().any(|(fixed, _)| fixed == name);
-            let value = inherited.iter().find(|(inherited, _)| inherited == name);
-            if let (false, Some((_, value))) = (fixed, value) {
-                extra.push((name.clone(), value.clone()));
-            }
-        }
-        let mut env = provider_environment(inherited, &extra, &self.proxy)?;
+        let mut env = self.environment()?;
         let marker = match &self.working_dir {
             StartDir::Opened(dir) => dir.task_marker(),
             StartDir::Trusted(_) => None,

@@ -226,6 +226,15 @@ struct IdleConnection {
     since: Instant,
 }
 
+/// Whether an attempt runs on a connection just opened or on the idle one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reuse {
+    /// Opened for this call.
+    Fresh,
+    /// Kept from an earlier call.
+    Idle,
+}
+
 /// How one attempt on one connection failed.
 enum AttemptError {
     /// Writing the request failed, so the Bridge never read all of it.
@@ -298,7 +307,10 @@ impl BridgeClient {
         deadline: Instant,
     ) -> Result<Map<String, Value>, ClientError> {
         if let Some(stream) = self.take_idle().await {
-            match self.attempt(stream, frame, request_id, deadline).await {
+            match self
+                .attempt(stream, Reuse::Idle, frame, request_id, deadline)
+                .await
+            {
                 Ok(result) => return Ok(result),
                 Err(AttemptError::Failed(error)) => return Err(error),
                 // The Bridge closed this connection while it idled and never
@@ -307,7 +319,10 @@ impl BridgeClient {
             }
         }
         let stream = self.connect(deadline).await?;
-        match self.attempt(stream, frame, request_id, deadline).await {
+        match self
+            .attempt(stream, Reuse::Fresh, frame, request_id, deadline)
+            .await
+        {
             Ok(result) => Ok(result),
             Err(AttemptError::Failed(error)) => Err(error),
             Err(AttemptError::NotSent(source)) => Err(ClientError::Disconnected {
@@ -333,13 +348,28 @@ impl BridgeClient {
     async fn attempt(
         &self,
         mut stream: UnixStream,
+        reuse: Reuse,
         frame: &[u8],
         request_id: &str,
         deadline: Instant,
     ) -> Result<Map<String, Value>, AttemptError> {
         match timeout_at(deadline, stream.write_all(frame)).await {
             Ok(Ok(())) => {}
-            Ok(Err(error)) if closed_by_peer(&error) => return Err(AttemptError::NotSent(error)),
+            Ok(Err(error)) if closed_by_peer(&error) => {
+                // A Bridge that refuses a new connection writes one frame
+                // with a `null` id and closes without reading: our write
+                // then fails, and the refusal still waits in the socket,
+                // saying why (`PEER_NOT_AUTHORIZED`). A reused connection
+                // is never refused that way (peers are checked at accept).
+                let refusal = match reuse {
+                    Reuse::Fresh => connection_refusal(&mut stream, deadline).await,
+                    Reuse::Idle => None,
+                };
+                return Err(match refusal {
+                    Some(refusal) => AttemptError::Failed(refusal),
+                    None => AttemptError::NotSent(error),
+                });
+            }
             Ok(Err(source)) => {
                 return Err(AttemptError::Failed(ClientError::Disconnected {
                     source: Some(source),
@@ -417,6 +447,25 @@ impl BridgeClient {
             stream,
             since: Instant::now(),
         });
+    }
+}
+
+/// The refusal of a connection the Bridge closed before reading our
+/// request: a failure frame with a `null` id already in the socket. `None`
+/// when there is none (an idle connection closed, a Bridge that died).
+async fn connection_refusal(stream: &mut UnixStream, deadline: Instant) -> Option<ClientError> {
+    match timeout_at(deadline, read_response(stream)).await {
+        Ok(Ok((
+            Response::Failure {
+                request_id: None,
+                error,
+            },
+            _,
+        ))) => Some(ClientError::Bridge {
+            code: error.code,
+            message: error.message,
+        }),
+        Ok(Ok(_) | Err(_)) | Err(_) => None,
     }
 }
 

@@ -42,7 +42,7 @@ bridge_error_codes! {
     InvalidRequest => "INVALID_REQUEST",
     /// `protocol_version` is an integer other than 1.
     ProtocolVersionUnsupported => "PROTOCOL_VERSION_UNSUPPORTED",
-    /// The method is not one of the ten Bridge methods.
+    /// The method is not a Bridge method (the ten of spec §2.5 or `bridge.peer`).
     MethodNotFound => "METHOD_NOT_FOUND",
     /// A request line is longer than 1 MiB; the connection is closed.
     RequestTooLarge => "REQUEST_TOO_LARGE",

@@ -1,4 +1,5 @@
-//! The ten Bridge methods, declared once (spec-agent-bridge.md §2.5, §2.6).
+//! The Bridge methods, declared once: the ten of spec-agent-bridge.md §2.5
+//! and §2.6, plus the diagnostic `bridge.peer` (additive to RPC v1).
 //!
 //! [`bridge_methods!`] turns the table at the end of this file into
 //! [`BridgeMethod`] (the names), [`BridgeRequest`] (typed parameters, with
@@ -16,6 +17,7 @@ use super::event::{TaskEventsParams, TaskEventsResult};
 use super::interaction::{
     InteractionResolved, TaskApprovalRespondParams, TaskQuestionAnswerParams,
 };
+use super::peer::{BridgePeerParams, BridgePeerResult};
 use super::result::{TaskResultChunk, TaskResultReadParams};
 use super::runtime::{ModelCatalog, RuntimeListParams, RuntimeListResult, RuntimeModelsParams};
 use super::schema::schema_for;
@@ -59,7 +61,7 @@ macro_rules! bridge_methods {
         }
 
         impl BridgeMethod {
-            /// Every method, in the order of spec §2.5.
+            /// Every method, in the order of spec §2.5, then the diagnostic.
             pub const ALL: &'static [BridgeMethod] = &[ $( BridgeMethod::$variant, )+ ];
 
             /// The wire name, e.g. `"task.submit"`.
@@ -192,4 +194,6 @@ bridge_methods! {
     TaskMessageSend => "task.message.send" (TaskMessageSendParams) -> TaskMessageSendResult,
     /// Cancel a task (repeat-safe).
     TaskCancel => "task.cancel" (TaskCancelParams) -> TaskCancelResult,
+    /// The peer identity the Bridge measured for this connection.
+    BridgePeer => "bridge.peer" (BridgePeerParams) -> BridgePeerResult,
 }

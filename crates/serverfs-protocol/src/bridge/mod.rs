@@ -73,6 +73,7 @@ mod field;
 mod frame;
 mod interaction;
 mod method;
+mod peer;
 mod result;
 mod runtime;
 mod schema;
@@ -94,6 +95,7 @@ pub use interaction::{
     TaskQuestionAnswerParams,
 };
 pub use method::{BridgeCall, BridgeMethod, BridgeRequest};
+pub use peer::{BridgePeerParams, BridgePeerResult};
 pub use result::{ResultStorage, ResultSummary, TaskResultChunk, TaskResultReadParams};
 pub use runtime::{
     CapabilityState, CatalogScope, CatalogStatus, InFlightRecovery, ModelCatalog, ModelDiscovery,

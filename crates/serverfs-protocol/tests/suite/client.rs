@@ -265,6 +265,38 @@ async fn a_connection_refusal_with_a_null_id_is_the_bridges_answer() {
     assert_eq!(server.accepts(), 2);
 }
 
+/// The Bridge refuses a peer without reading a byte, so a request larger
+/// than the socket buffer cannot be written whole: the write fails, and
+/// the refusal waiting in the socket is still the answer (not "connection
+/// closed"), without a retry.
+#[tokio::test]
+async fn a_refusal_that_beats_the_request_is_still_the_answer() {
+    let server = Server::start(|mut stream: UnixStream| async move {
+        let refusal = Response::error(
+            None,
+            BridgeErrorCode::PeerNotAuthorized,
+            "peer is not authorized",
+        );
+        let _ = stream.write_all(&refusal.into_frame()).await;
+    });
+    let client = server.client(quick());
+    let long = TaskGetParams {
+        task_id: "t".repeat(MAX_FRAME_BYTES - 1024),
+    };
+    let error = bounded(client.call(long)).await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ClientError::Bridge {
+                code: BridgeErrorCode::PeerNotAuthorized,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(server.accepts(), 1, "a refusal is final: no retry");
+}
+
 #[tokio::test]
 async fn a_missing_socket_is_unavailable_at_once_without_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();

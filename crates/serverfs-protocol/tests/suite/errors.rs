@@ -222,6 +222,7 @@ fn method_names_are_pinned() {
             "task.question.answer",
             "task.message.send",
             "task.cancel",
+            "bridge.peer",
         ]
     );
     for method in BridgeMethod::ALL {

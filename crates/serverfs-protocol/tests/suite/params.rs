@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 use serverfs_protocol::bridge::{
-    ApprovalDecision, BridgeCall, BridgeMethod, BridgeRequest, ProtocolError, QuestionAnswer,
-    RuntimeListParams, RuntimeModelsParams, TaskApprovalRespondParams, TaskCancelParams,
-    TaskEventsParams, TaskGetParams, TaskMessageSendParams, TaskQuestionAnswerParams,
-    TaskResultReadParams, TaskSubmitParams,
+    ApprovalDecision, BridgeCall, BridgeMethod, BridgePeerParams, BridgeRequest, ProtocolError,
+    QuestionAnswer, RuntimeListParams, RuntimeModelsParams, TaskApprovalRespondParams,
+    TaskCancelParams, TaskEventsParams, TaskGetParams, TaskMessageSendParams,
+    TaskQuestionAnswerParams, TaskResultReadParams, TaskSubmitParams,
 };
 
 use super::object;
@@ -64,6 +64,14 @@ fn unknown_methods_are_refused_before_params_are_looked_at() {
 fn runtime_list_takes_an_empty_object() {
     pin_params("runtime.list", json!({}), RuntimeListParams {});
     refused("runtime.list", json!({ "runtime": "codex" }));
+}
+
+/// The diagnostic needs no task, workdir or runtime: nothing may be sent.
+#[test]
+fn bridge_peer_takes_an_empty_object() {
+    pin_params("bridge.peer", json!({}), BridgePeerParams {});
+    refused("bridge.peer", json!({ "uid": 0 }));
+    refused("bridge.peer", json!({ "task_id": "agt_1" }));
 }
 
 #[test]
@@ -514,6 +522,7 @@ fn every_params_type_is_tied_to_its_method() {
         check(TaskCancelParams {
             task_id: "t".into(),
         }),
+        check(BridgePeerParams {}),
     ];
     assert_eq!(methods.as_slice(), BridgeMethod::ALL);
 }

@@ -4,13 +4,13 @@
 use serde_json::{Map, Value, json};
 use serverfs_protocol::bridge::{
     AgentProfile, ApprovalCategory, ApprovalDecision, ApprovalOption, ApprovalOptionKind,
-    ApprovalPayload, ApprovalResolution, BridgeCall, BridgeErrorCode, CapabilityState,
-    CatalogScope, CatalogStatus, FileChange, InFlightRecovery, Interaction, InteractionKind,
-    InteractionResolved, InteractionStatus, LiteralTrue, ModelCatalog, ModelDiscovery, ModelInfo,
-    PendingInteraction, ProtocolError, Question, QuestionAnswer, QuestionOption, QuestionPayload,
-    QuestionResolution, RequestedPermission, ResultStorage, ResultSummary, RuntimeInfo,
-    RuntimeListResult, TaskCancelResult, TaskGetParams, TaskMessageSendResult, TaskResultChunk,
-    TaskStatus, TaskSubmitResult, TaskView,
+    ApprovalPayload, ApprovalResolution, BridgeCall, BridgeErrorCode, BridgePeerResult,
+    CapabilityState, CatalogScope, CatalogStatus, FileChange, InFlightRecovery, Interaction,
+    InteractionKind, InteractionResolved, InteractionStatus, LiteralTrue, ModelCatalog,
+    ModelDiscovery, ModelInfo, PendingInteraction, ProtocolError, Question, QuestionAnswer,
+    QuestionOption, QuestionPayload, QuestionResolution, RequestedPermission, ResultStorage,
+    ResultSummary, RuntimeInfo, RuntimeListResult, TaskCancelResult, TaskGetParams,
+    TaskMessageSendResult, TaskResultChunk, TaskStatus, TaskSubmitResult, TaskView,
 };
 
 use super::{folds, object, pin, refuses};
@@ -52,6 +52,23 @@ fn codex() -> (RuntimeInfo, Value) {
             "model_override": true, "model_discovery": "runtime_catalog"
         }),
     )
+}
+
+/// Both ids are required integers: a measurement is never partial.
+#[test]
+fn bridge_peer() {
+    pin(
+        &BridgePeerResult {
+            uid: 1000,
+            gid: 100,
+        },
+        json!({ "uid": 1000, "gid": 100 }),
+    );
+    refuses::<BridgePeerResult>(json!({ "uid": 1000 }));
+    refuses::<BridgePeerResult>(json!({ "uid": 1000, "gid": null }));
+    refuses::<BridgePeerResult>(json!({ "uid": -1, "gid": 100 }));
+    refuses::<BridgePeerResult>(json!({ "uid": "1000", "gid": 100 }));
+    refuses::<BridgePeerResult>(json!({ "uid": 1000, "gid": 100, "pid": 7 }));
 }
 
 #[test]

@@ -137,6 +137,8 @@ fn one_params_and_one_result_schema_per_method() {
             "task.message.send.result.json",
             "task.cancel.params.json",
             "task.cancel.result.json",
+            "bridge.peer.params.json",
+            "bridge.peer.result.json",
         ]
     );
 }

@@ -694,6 +694,433 @@ fn env_examples_document_every_variable_with_safe_defaults() {
 }
 
 // ---------------------------------------------------------------------------
+// compose.agent.yml
+// ---------------------------------------------------------------------------
+
+/// The Bridge settings the overlay passes into the container.
+const AGENT_GLOBALS: &[&str] = &[
+    "SERVERFS_AGENT_BRIDGE_ENABLED",
+    "SERVERFS_AGENT_BRIDGE_TIMEOUT_SECONDS",
+    "SERVERFS_AGENT_PEER_UID",
+    "SERVERFS_AGENT_PEER_GID",
+    "SERVERFS_AGENT_MODE",
+    "SERVERFS_AGENT_RUNTIMES",
+];
+/// The per-slot agent variables the overlay passes.
+const AGENT_SLOT_VARIABLES: &[&str] = &["AGENT_MODE", "AGENT_RUNTIMES"];
+/// Where the overlay mounts the host Bridge's directories (the container
+/// defaults of docs/configuration.md §3.2).
+const AGENT_MOUNTS: &[(&str, &str)] = &[
+    (
+        "SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR",
+        "/run/serverfs-agent-bridge",
+    ),
+    ("SERVERFS_AGENT_LOCK_HOST_DIR", "/run/serverfs-agent-locks"),
+];
+
+/// Compose's interpolation of every `${…}` in `text` from `dotenv`:
+/// `${NAME:-default}` is the value unless unset or empty, `${NAME:?msg}`
+/// is the value or an error carrying `msg`, `${NAME}` the value or "".
+fn compose_render(text: &str, dotenv: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find('}')
+            .ok_or_else(|| format!("unclosed interpolation in {text:?}"))?;
+        let inner = &rest[start + 2..start + end];
+        let value = |name: &str| dotenv.get(name).filter(|v| !v.is_empty()).cloned();
+        let rendered = if let Some((name, default)) = inner.split_once(":-") {
+            value(name).unwrap_or_else(|| default.to_owned())
+        } else if let Some((name, message)) = inner.split_once(":?") {
+            value(name).ok_or_else(|| format!("{name}: {message}"))?
+        } else {
+            value(inner).unwrap_or_default()
+        };
+        out.push_str(&rendered);
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// What `docker compose -f compose.yml -f compose.agent.yml` gives
+/// serverfs-mcp: its environment (the overlay's added to the base's) and
+/// user, interpolated from `dotenv`.
+struct RenderedAgentService {
+    environment: BTreeMap<String, String>,
+    user: String,
+    /// (source, target, read_only) of every bind mount, base first.
+    binds: Vec<(String, String, String)>,
+}
+
+fn render_agent_service(dotenv: &BTreeMap<String, String>) -> Result<RenderedAgentService, String> {
+    let base = yaml("deploy/docker/compose.yml");
+    let overlay = yaml("deploy/docker/compose.agent.yml");
+    let (base, overlay) = (&base["services"][SERVICE], &overlay["services"][SERVICE]);
+    let mut rendered_env = BTreeMap::new();
+    for (key, value) in environment(base, SERVICE)
+        .into_iter()
+        .chain(environment(overlay, SERVICE))
+    {
+        rendered_env.insert(key, compose_render(&value, dotenv)?);
+    }
+    let mut binds = Vec::new();
+    for mount in [base, overlay]
+        .iter()
+        .flat_map(|svc| svc["volumes"].as_sequence().unwrap())
+    {
+        if mount["type"].as_str() != Some("bind") {
+            continue;
+        }
+        let read_only = match &mount["read_only"] {
+            Value::Bool(flag) => flag.to_string(),
+            other => compose_render(str_of(other, "read_only"), dotenv)?,
+        };
+        binds.push((
+            compose_render(str_of(&mount["source"], "source"), dotenv)?,
+            str_of(&mount["target"], "target").to_owned(),
+            read_only,
+        ));
+    }
+    let user = compose_render(str_of(&overlay["user"], "user"), dotenv)?;
+    Ok(RenderedAgentService {
+        environment: rendered_env,
+        user,
+        binds,
+    })
+}
+
+#[test]
+fn agent_overlay_adds_only_the_bridge_mounts_identity_and_agent_settings() {
+    let overlay = yaml("deploy/docker/compose.agent.yml");
+    let services = overlay["services"].as_mapping().unwrap();
+    assert_eq!(services.len(), 1, "the overlay adds no service");
+    assert!(
+        overlay.get("networks").is_none() && overlay.get("volumes").is_none(),
+        "the overlay adds no network or volume"
+    );
+    let svc = &overlay["services"][SERVICE];
+    let keys: BTreeSet<&str> = svc
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| str_of(k, SERVICE))
+        .collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["user", "environment", "volumes"]),
+        "no image, network, port, env_file or capability change in the overlay"
+    );
+    // The container's identity is required, from the same .env.
+    assert_eq!(
+        referenced_variables(str_of(&svc["user"], "user")),
+        BTreeSet::from(["SERVERFS_UID".to_owned(), "SERVERFS_GID".to_owned()])
+    );
+
+    let env = environment(svc, SERVICE);
+    let mut expected: BTreeSet<String> = AGENT_GLOBALS.iter().map(|s| (*s).to_owned()).collect();
+    for nn in slots() {
+        for var in AGENT_SLOT_VARIABLES {
+            expected.insert(format!("WORKDIR_{nn}_{var}"));
+        }
+    }
+    assert_eq!(env.keys().cloned().collect::<BTreeSet<_>>(), expected);
+    for (key, value) in &env {
+        let (name, _) = interpolation(value).unwrap_or_else(|| panic!("{key}: {value:?}"));
+        assert_eq!(name, key, "{key} is read from a variable of another name");
+    }
+    // Off unless .env turns it on.
+    assert_eq!(
+        interpolation(&env["SERVERFS_AGENT_BRIDGE_ENABLED"])
+            .unwrap()
+            .1,
+        Some("false")
+    );
+
+    // Exactly the two host directories, read-only, never created by
+    // Compose, at the container's default paths.
+    let mounts = svc["volumes"].as_sequence().unwrap();
+    assert_eq!(mounts.len(), AGENT_MOUNTS.len());
+    for (mount, (variable, target)) in mounts.iter().zip(AGENT_MOUNTS) {
+        assert_eq!(mount["type"].as_str(), Some("bind"));
+        assert_eq!(str_of(&mount["target"], "target"), *target);
+        assert_eq!(mount["read_only"], Value::Bool(true), "{target}");
+        assert_eq!(mount["bind"]["create_host_path"], Value::Bool(false));
+        let source = str_of(&mount["source"], "source");
+        assert_eq!(
+            referenced_variables(source),
+            BTreeSet::from([(*variable).to_owned()])
+        );
+        assert!(source.contains(":?"), "{variable} is required: {source}");
+    }
+
+    // Every variable it reads is documented in .env.example, agent mode off.
+    let example = env_file_entries("deploy/docker/.env.example");
+    for name in referenced_variables(&read("deploy/docker/compose.agent.yml")) {
+        assert!(
+            example.contains_key(&name),
+            "compose.agent.yml reads {name}, which .env.example does not set"
+        );
+    }
+    assert_eq!(example["SERVERFS_AGENT_BRIDGE_ENABLED"], "false");
+    // Without the host directories, Compose refuses the overlay by name.
+    let error = render_agent_service(&example).err().unwrap();
+    assert!(
+        error.contains("SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR"),
+        "{error}"
+    );
+}
+
+/// A filled-in `.env` for the agent overlay: `.env.example` plus the host
+/// directories under `host`, the container as this process's identity, and
+/// `slots` as (slot, mode, runtimes, read_only).
+fn agent_dotenv(
+    host: &Path,
+    globals: &[(&str, &str)],
+    slots: &[(&str, &str, &str, bool)],
+) -> BTreeMap<String, String> {
+    let mut dotenv = env_file_entries("deploy/docker/.env.example");
+    let mut set = |key: &str, value: String| {
+        dotenv.insert(key.to_owned(), value);
+    };
+    for dir in ["sockets", "locks", "state"] {
+        std::fs::create_dir(host.join(dir)).unwrap();
+    }
+    let path = |dir: &str| host.join(dir).to_str().unwrap().to_owned();
+    set("SERVERFS_AGENT_BRIDGE_ENABLED", "true".into());
+    set("SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR", path("sockets"));
+    set("SERVERFS_AGENT_LOCK_HOST_DIR", path("locks"));
+    set("SERVERFS_AGENT_BRIDGE_STATE_DIR", path("state"));
+    set(
+        "SERVERFS_UID",
+        rustix::process::geteuid().as_raw().to_string(),
+    );
+    set(
+        "SERVERFS_GID",
+        rustix::process::getegid().as_raw().to_string(),
+    );
+    for (key, value) in globals {
+        set(key, (*value).to_owned());
+    }
+    for (nn, mode, runtimes, read_only) in slots {
+        let workdir = host.join(format!("workdir-{nn}"));
+        std::fs::create_dir(&workdir).unwrap();
+        std::fs::write(workdir.join("README.md"), "hello\n").unwrap();
+        set(&format!("WORKDIR_{nn}_ALIAS"), format!("slot{nn}"));
+        set(
+            &format!("WORKDIR_{nn}_PATH"),
+            workdir.to_str().unwrap().to_owned(),
+        );
+        set(&format!("WORKDIR_{nn}_READ_ONLY"), read_only.to_string());
+        set(&format!("WORKDIR_{nn}_AGENT_MODE"), (*mode).to_owned());
+        set(
+            &format!("WORKDIR_{nn}_AGENT_RUNTIMES"),
+            (*runtimes).to_owned(),
+        );
+    }
+    dotenv
+}
+
+fn write_dotenv(path: &Path, dotenv: &BTreeMap<String, String>) {
+    let text: String = dotenv.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `serverfs check-config` on the container side of `rendered`: each
+/// `/workdirs/NN` laid out under `container` as its mount would make it.
+fn container_check_config(
+    rendered: &RenderedAgentService,
+    container: &Path,
+) -> std::process::Output {
+    let workdirs = container.join("workdirs");
+    std::fs::create_dir(&workdirs).unwrap();
+    for (source, target, _) in &rendered.binds {
+        let Some(nn) = target.strip_prefix("/workdirs/") else {
+            continue;
+        };
+        // A copy of what the mount shows (slot roots must be real
+        // directories, so no symbolic link to the host directory).
+        let dir = workdirs.join(nn);
+        std::fs::create_dir(&dir).unwrap();
+        let source = if source == "./empty-slot" {
+            repo_root().join("deploy/docker/empty-slot")
+        } else {
+            PathBuf::from(source)
+        };
+        for entry in std::fs::read_dir(source).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    let mut command = Command::new(binary());
+    command
+        .arg("check-config")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SERVERFS_WORKDIRS_ROOT", &workdirs)
+        .envs(&rendered.environment)
+        .stdin(Stdio::null());
+    command.output().unwrap()
+}
+
+fn bridge_check_config(env_file: &Path) -> std::process::Output {
+    let bridge = serverfs_testkit::binaries::workspace_binary(
+        "serverfs-agent-bridge",
+        "serverfs-agent-bridge",
+    );
+    Command::new(bridge)
+        .arg("check-config")
+        .arg("--env-file")
+        .arg(env_file)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env_file.parent().unwrap())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The overlay renders for each slot combination, deterministically from
+/// `.env`, and both processes accept what it renders: `serverfs
+/// check-config` the container's environment and slots, the Bridge
+/// `check-config --env-file` the same file on the host side.
+#[test]
+fn agent_overlay_renders_from_env_and_both_check_configs_accept_it() {
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str, &'a str, bool)],
+    );
+    let cases: &[Case] = &[
+        // One read-write slot delegating with write access.
+        (&[], &[("01", "workspace-write", "fake", false)]),
+        // Two slots, one review-only, one without agents.
+        (
+            &[],
+            &[("01", "review", "fake", true), ("03", "disabled", "", true)],
+        ),
+        // Defaults for every slot, one slot opting out, a high slot.
+        (
+            &[
+                ("SERVERFS_AGENT_MODE", "review"),
+                ("SERVERFS_AGENT_RUNTIMES", "fake"),
+            ],
+            &[
+                ("02", "", "", true),
+                ("07", "disabled", "", true),
+                ("16", "workspace-write", "fake", false),
+            ],
+        ),
+    ];
+    for (globals, slots) in cases {
+        let scratch = TempWorkdir::new();
+        let host = &scratch.root();
+        let dotenv = agent_dotenv(host, globals, slots);
+        let rendered = render_agent_service(&dotenv).unwrap();
+        // Deterministic: the same .env in another order renders the same.
+        let reordered: BTreeMap<String, String> = dotenv.clone().into_iter().rev().collect();
+        let again = render_agent_service(&reordered).unwrap();
+        assert_eq!(rendered.environment, again.environment);
+        assert_eq!(rendered.binds, again.binds);
+
+        assert_eq!(
+            rendered.user,
+            format!("{}:{}", dotenv["SERVERFS_UID"], dotenv["SERVERFS_GID"])
+        );
+        for (variable, target) in AGENT_MOUNTS {
+            assert!(
+                rendered.binds.contains(&(
+                    dotenv[*variable].clone(),
+                    (*target).to_owned(),
+                    "true".into()
+                )),
+                "{target} is not mounted read-only from {variable}"
+            );
+        }
+        for (nn, mode, runtimes, _) in *slots {
+            assert_eq!(
+                rendered.environment[&format!("WORKDIR_{nn}_AGENT_MODE")],
+                *mode
+            );
+            assert_eq!(
+                rendered.environment[&format!("WORKDIR_{nn}_AGENT_RUNTIMES")],
+                *runtimes
+            );
+        }
+        // Nothing of the host side enters the container.
+        for (key, value) in &rendered.environment {
+            assert!(
+                !value.contains(host.to_str().unwrap()),
+                "{key}={value}: a host path in the container"
+            );
+        }
+
+        let container = host.join("container");
+        std::fs::create_dir(&container).unwrap();
+        let out = container_check_config(&rendered, &container);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "serverfs check-config refused the overlay's environment ({slots:?}): {}{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (nn, ..) in *slots {
+            assert!(
+                stdout.contains(&format!("(slot {nn})")),
+                "slot {nn}:\n{stdout}"
+            );
+        }
+
+        let env_file = host.join(".env");
+        write_dotenv(&env_file, &dotenv);
+        let out = bridge_check_config(&env_file);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "the Bridge refused the same .env ({slots:?}): {}{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let socket =
+            Path::new(&dotenv["SERVERFS_AGENT_BRIDGE_HOST_SOCKET_DIR"]).join("bridge.sock");
+        assert!(
+            stdout.contains(&format!("socket: {}", socket.display())),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!(
+                "lock_dir: {}",
+                dotenv["SERVERFS_AGENT_LOCK_HOST_DIR"]
+            )),
+            "{stdout}"
+        );
+    }
+}
+
+/// The Bridge refuses a `.env` whose container identity is not the one it
+/// serves, naming the variable to change; nothing is created.
+#[test]
+fn agent_overlay_bridge_refuses_a_container_of_another_identity() {
+    let scratch = TempWorkdir::new();
+    let host = &scratch.root();
+    let own = rustix::process::geteuid().as_raw();
+    let other = (own + 1).to_string();
+    let mut dotenv = agent_dotenv(host, &[], &[("01", "review", "fake", true)]);
+    dotenv.insert("SERVERFS_UID".into(), other.clone());
+    let env_file = host.join(".env");
+    write_dotenv(&env_file, &dotenv);
+    let out = bridge_check_config(&env_file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("set SERVERFS_UID={own} in the .env")),
+        "{stderr}"
+    );
+    let sockets = std::fs::read_dir(host.join("sockets")).unwrap().count();
+    assert_eq!(sockets, 0, "a refused start leaves nothing behind");
+}
+
+// ---------------------------------------------------------------------------
 // compose.publish-loopback.yml
 // ---------------------------------------------------------------------------
 
@@ -1164,6 +1591,18 @@ fn bridge_systemd_unit_passes_systemd_analyze_verify() {
 /// `ExecStart` program (which need not exist here; verify checks that it is
 /// executable) replaced by the binary under test. Nothing else is changed.
 fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
+    let scratch = TempWorkdir::new();
+    let unit = read(&format!("deploy/systemd/{name}"));
+    assert!(unit.contains(exec), "{name} does not run {exec}");
+    let unit = unit.replace(exec, binary_exec);
+    let path = scratch.root().join(name);
+    std::fs::write(&path, unit).unwrap();
+    verify_unit_file(&path);
+}
+
+/// `systemd-analyze verify` on the unit at `path` (skipped with a printed
+/// reason where the machine cannot run it).
+fn verify_unit_file(path: &Path) {
     let Ok(version) = Command::new("systemd-analyze").arg("--version").output() else {
         eprintln!("skipped: systemd-analyze is not installed");
         return;
@@ -1172,13 +1611,9 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         eprintln!("skipped: systemd-analyze --version failed");
         return;
     }
+    let name = path.file_name().unwrap().to_str().unwrap();
     let scratch = TempWorkdir::new();
     let dir = scratch.root();
-    let unit = read(&format!("deploy/systemd/{name}"));
-    assert!(unit.contains(exec), "{name} does not run {exec}");
-    let unit = unit.replace(exec, binary_exec);
-    let path = dir.join(name);
-    std::fs::write(&path, unit).unwrap();
     // The user manager wants a runtime directory; give it a private one.
     let runtime = dir.join("runtime");
     std::fs::create_dir(&runtime).unwrap();
@@ -1193,7 +1628,7 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         let out = Command::new("systemd-analyze")
             .args(mode)
             .arg("verify")
-            .arg(&path)
+            .arg(path)
             .env("XDG_RUNTIME_DIR", &runtime)
             .current_dir(&dir)
             .stdin(Stdio::null())
@@ -1220,6 +1655,287 @@ fn verify_unit(name: &str, exec: &str, binary_exec: &str) {
         "skipped: systemd-analyze verify could not run on this machine (no complaint about the \
          unit itself): {attempts:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// serverfs install-units
+// ---------------------------------------------------------------------------
+
+const UNIT_NAMES: [&str; 2] = ["serverfs-agent-bridge.service", "serverfs.service"];
+
+fn bridge_binary() -> PathBuf {
+    serverfs_testkit::binaries::workspace_binary("serverfs-agent-bridge", "serverfs-agent-bridge")
+}
+
+/// `serverfs install-units` with `args`, HOME and XDG_CONFIG_HOME as
+/// given; returns (exit code, stdout, stderr).
+fn install_units(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String, String) {
+    let mut command = Command::new(binary());
+    command
+        .arg("install-units")
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether two paths name one file (same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// The units it writes carry this machine's binaries and configuration,
+/// keep everything else of the committed templates, pass `systemd-analyze
+/// --user verify`, and the output says how to start them.
+#[test]
+fn install_units_writes_both_units_with_the_real_paths() {
+    let scratch = TempWorkdir::new();
+    let root = scratch.root();
+    let config = root.join("serverfs.toml");
+    std::fs::write(&config, "").unwrap();
+    let bridge = bridge_binary();
+    let xdg = root.join("xdg");
+    let (code, stdout, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--bridge",
+            bridge.to_str().unwrap(),
+        ],
+        &[("XDG_CONFIG_HOME", &xdg), ("HOME", &root)],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = xdg.join("systemd/user");
+    for name in UNIT_NAMES {
+        let path = dir.join(name);
+        assert!(
+            stdout.contains(&format!("wrote {}", path.display())),
+            "{stdout}"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o644
+        );
+        assert!(
+            !text.contains("ExecStart=%h"),
+            "{name} still has the template's paths"
+        );
+        verify_unit_file(&path);
+    }
+    let bridge_unit = std::fs::read_to_string(dir.join("serverfs-agent-bridge.service")).unwrap();
+    assert!(bridge_unit.contains(&format!(
+        "\nExecStart={} serve --config {}\n",
+        bridge.display(),
+        config.display()
+    )));
+    let server_unit = std::fs::read_to_string(dir.join("serverfs.service")).unwrap();
+    // The running binary's own path (however the test spells it).
+    let exec_start = server_unit
+        .lines()
+        .find_map(|line| line.strip_prefix("ExecStart="))
+        .unwrap();
+    let (program, rest) = exec_start.split_once(' ').unwrap();
+    assert!(
+        same_file(Path::new(program), Path::new(binary())),
+        "{exec_start}"
+    );
+    assert_eq!(
+        rest,
+        format!("serve --config {} --http 127.0.0.1:8765", config.display())
+    );
+    let serverfs = PathBuf::from(program);
+    // Everything but ExecStart is the committed template.
+    for (name, text) in [
+        ("serverfs-agent-bridge.service", &bridge_unit),
+        ("serverfs.service", &server_unit),
+    ] {
+        let template = read(&format!("deploy/systemd/{name}"));
+        let differing: Vec<&str> = text
+            .lines()
+            .zip(template.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(differing.len(), 1, "{name}: {differing:?}");
+        assert!(differing[0].starts_with("ExecStart="));
+    }
+    for command in [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now serverfs-agent-bridge.service",
+        "systemctl --user enable --now serverfs.service",
+        "loginctl enable-linger",
+    ] {
+        assert!(stdout.contains(command), "{command}:\n{stdout}");
+    }
+
+    // Again: nothing changes. The Bridge next to serverfs is the default.
+    let (code, stdout, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        same_file(&serverfs.with_file_name("serverfs-agent-bridge"), &bridge),
+        "the test builds both binaries into one directory"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    for name in UNIT_NAMES {
+        assert!(
+            stdout.contains(&format!("unchanged {}", dir.join(name).display())),
+            "{stdout}"
+        );
+    }
+}
+
+/// A unit that differs is refused (nothing written, the other unit
+/// included) unless --force; bad inputs are refused with their code.
+#[test]
+fn install_units_refuses_to_overwrite_and_bad_inputs() {
+    let scratch = TempWorkdir::new();
+    let root = scratch.root();
+    let config = root.join("serverfs.toml");
+    std::fs::write(&config, "").unwrap();
+    let bridge = bridge_binary();
+    let dir = root.join("units");
+    std::fs::create_dir(&dir).unwrap();
+    let edited = dir.join("serverfs.service");
+    std::fs::write(&edited, "[Service]\nExecStart=/bin/true\n").unwrap();
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut all = vec![
+            "--config".to_owned(),
+            config.to_str().unwrap().to_owned(),
+            "--bridge".to_owned(),
+            bridge.to_str().unwrap().to_owned(),
+            "--dir".to_owned(),
+            dir.to_str().unwrap().to_owned(),
+        ];
+        all.extend(extra.iter().map(|s| (*s).to_owned()));
+        all
+    };
+    let run = |all: &[String]| {
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        install_units(&refs, &[])
+    };
+    let (code, stdout, stderr) = run(&args(&[]));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stderr.contains("UNIT_EXISTS") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&edited).unwrap(),
+        "[Service]\nExecStart=/bin/true\n"
+    );
+    assert!(
+        !dir.join("serverfs-agent-bridge.service").exists(),
+        "nothing is written"
+    );
+    let (code, stdout, stderr) = run(&args(&["--force"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("replaced {}", edited.display())),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read_to_string(&edited)
+            .unwrap()
+            .contains("--http 127.0.0.1:8765")
+    );
+
+    // Bad inputs: each its code, nothing written.
+    let fresh = root.join("fresh");
+    let spaced = root.join("with space");
+    std::fs::create_dir(&spaced).unwrap();
+    let spaced_config = spaced.join("serverfs.toml");
+    std::fs::write(&spaced_config, "").unwrap();
+    let missing = root.join("missing.toml");
+    let not_exec = root.join("serverfs.toml");
+    for (args, code) in [
+        (
+            vec![
+                "--config",
+                missing.to_str().unwrap(),
+                "--bridge",
+                bridge.to_str().unwrap(),
+            ],
+            "CONFIG_NOT_FOUND",
+        ),
+        (
+            vec![
+                "--config",
+                config.to_str().unwrap(),
+                "--bridge",
+                not_exec.to_str().unwrap(),
+            ],
+            "BRIDGE_NOT_FOUND",
+        ),
+        (
+            vec![
+                "--config",
+                spaced_config.to_str().unwrap(),
+                "--bridge",
+                bridge.to_str().unwrap(),
+            ],
+            "UNIT_PATH_UNSAFE",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--dir", fresh.to_str().unwrap()]);
+        let (status, _, stderr) = install_units(&all, &[]);
+        assert_eq!(status, Some(1), "{code}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("serverfs: install-units: {code}: ")),
+            "{stderr}"
+        );
+        assert!(!fresh.exists(), "{code}: nothing is written");
+    }
+    // No HOME, no XDG_CONFIG_HOME, no --dir.
+    let (status, _, stderr) = install_units(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--bridge",
+            bridge.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("NO_UNIT_DIR"), "{stderr}");
+    // Every code is documented.
+    let guide = read("docs/deploy.md");
+    for code in [
+        "CONFIG_NOT_FOUND",
+        "BRIDGE_NOT_FOUND",
+        "BINARY_UNKNOWN",
+        "UNIT_PATH_UNSAFE",
+        "NO_UNIT_DIR",
+        "UNIT_EXISTS",
+        "UNIT_WRITE_FAILED",
+    ] {
+        assert!(
+            guide.contains(&format!("`{code}`")),
+            "docs/deploy.md lacks {code}"
+        );
+    }
 }
 
 /// The Bridge's user unit: stops within its shutdown bound, restarts on
@@ -1278,12 +1994,74 @@ fn bridge_systemd_unit_stops_gracefully_and_restarts_on_failure() {
 // docs/deploy.md
 // ---------------------------------------------------------------------------
 
+/// docs/agent-bridge.md opens with the five-step first run (install,
+/// authenticate, enable one workdir, doctor, submit), for the fake runtime
+/// and Codex; the demo script shows both doctors before it serves.
+#[test]
+fn agent_guide_starts_with_the_five_step_first_run() {
+    let guide = read("docs/agent-bridge.md");
+    let first_section = guide
+        .lines()
+        .find(|line| line.starts_with("## "))
+        .unwrap_or("");
+    assert_eq!(first_section, "## First run in five steps");
+    let section: String = guide
+        .split("## First run in five steps")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap()
+        .to_owned();
+    for (n, step) in [
+        "Install a runtime",
+        "Authenticate it",
+        "Enable one workdir",
+        "Run `doctor`",
+        "Submit from a client",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            section.contains(&format!("{}. **{step}", n + 1)),
+            "step {} ({step}) missing",
+            n + 1
+        );
+    }
+    for needle in [
+        "serverfs-agent-bridge doctor --config",
+        "serverfs doctor --config",
+        "serverfs install-units --config",
+        "codex login",
+        "agent_runtimes = [\"fake\"]",
+        "submit_agent_task",
+    ] {
+        assert!(
+            section.contains(needle),
+            "{needle} missing from the first run"
+        );
+    }
+
+    let demo = read("scripts/demo-agent.sh");
+    let position = |needle: &str| {
+        demo.find(needle)
+            .unwrap_or_else(|| panic!("demo-agent.sh lacks {needle}"))
+    };
+    let serve = position("\"$bin/serverfs\" serve");
+    assert!(position("\"$bin/serverfs-agent-bridge\" doctor") < serve);
+    assert!(position("\"$bin/serverfs\" doctor") < serve);
+    assert!(
+        position("\"$bin/serverfs-agent-bridge\" doctor")
+            < position("== ServerFS with agent tools")
+    );
+}
+
 #[test]
 fn deploy_guide_covers_the_files_and_the_usual_failures() {
     let guide = read("docs/deploy.md");
     for file in [
         "compose.yml",
         "compose.publish-loopback.yml",
+        "compose.agent.yml",
         ".env.example",
         "tunnel.env.example",
         "Dockerfile",

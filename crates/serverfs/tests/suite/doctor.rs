@@ -7,8 +7,11 @@
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+use serverfs_testkit::bridge::Setup;
 
 use crate::common::binary;
 
@@ -67,15 +70,21 @@ impl Run {
 /// Runs `serverfs <args>` with only `PATH` and `env` in its environment.
 fn serverfs(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(binary());
-    command
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .stdin(Stdio::null());
+    command.args(args).env_clear();
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.output().expect("run serverfs");
+    run(command)
+}
+
+/// Runs `command` (whose environment the caller set) with `PATH` added
+/// and no stdin, and collects what it printed.
+fn run(mut command: Command) -> Run {
+    let output = command
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run serverfs");
     Run {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -464,4 +473,111 @@ fn oauth_settings_are_checked() {
         run.has_line("FAIL oauth external issuer:") && run.stdout.contains("no usable public key"),
         "{run:?}"
     );
+}
+
+/// The uid and gid a Compose deployment's container runs as in the test
+/// below (`nobody`), which the Bridge is configured to serve.
+const CONTAINER_ID: u32 = 65534;
+
+/// The container-side doctor against a host Bridge, the two processes
+/// under different uids: the Bridge (run by the test, as root) serves
+/// `peer_uid`/`peer_gid` 65534, and `serverfs doctor` reads the same
+/// configuration and runs (1) as 65534, (2) as uid 65533 of the same
+/// group, (3) as 65534 inside a user namespace that maps it to the host's
+/// root, which is what rootless Docker and userns-remap do to a container.
+#[test]
+fn doctor_compares_its_identity_with_the_one_the_bridge_measures() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: running doctor under other uids needs root");
+        return;
+    }
+    let id = CONTAINER_ID.to_string();
+    let setup = Setup::new().agent("peer_uid", &id).agent("peer_gid", &id);
+    // The container identity may traverse the temporary directory, and
+    // owns the workdir (read-write, so its group may write too).
+    std::fs::set_permissions(setup.root(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let nobody = Some(rustix::process::Uid::from_raw(CONTAINER_ID));
+    rustix::fs::chown(
+        setup.work_dir(),
+        nobody,
+        Some(rustix::process::Gid::from_raw(CONTAINER_ID)),
+    )
+    .unwrap();
+    std::fs::set_permissions(setup.work_dir(), std::fs::Permissions::from_mode(0o770)).unwrap();
+    let _bridge = setup.start_serving();
+    let config = setup.config_path();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let doctor = |mut command: Command| {
+        command
+            .args(["doctor", "--config", config.to_str().unwrap()])
+            .env_clear();
+        run(command)
+    };
+    let peer_line = |run: &Run, tag: &str| -> String {
+        run.lines()
+            .into_iter()
+            .find(|line| line.starts_with(&format!("{tag} agent bridge peer identity:")))
+            .unwrap_or_else(|| panic!("no {tag} peer identity line in {run:?}"))
+            .to_owned()
+    };
+
+    // (1) The configured identity: served, and measured as itself.
+    let mut command = Command::new(binary());
+    command.uid(CONTAINER_ID).gid(CONTAINER_ID);
+    let matching = doctor(command);
+    assert_eq!(matching.code, Some(0), "{matching:?}");
+    let line = peer_line(&matching, "OK  ");
+    assert!(line.contains("measured uid 65534 gid 65534"), "{line}");
+
+    // (2) Another uid of the group reaches the socket, and is refused.
+    let mut command = Command::new(binary());
+    command.uid(CONTAINER_ID - 1).gid(CONTAINER_ID);
+    let other = doctor(command);
+    assert_eq!(other.code, Some(1), "{other:?}");
+    let line = peer_line(&other, "FAIL");
+    assert_eq!(other.failures(), [line.as_str()], "{other:?}");
+    for needle in [
+        "PEER_NOT_AUTHORIZED",
+        "uid 65533 gid 65534 here",
+        "serves only uid 65534 gid 65534",
+        "not the configured identity",
+        "SERVERFS_UID/SERVERFS_GID",
+        "Do not loosen",
+    ] {
+        assert!(line.contains(needle), "{needle:?} not in {line}");
+    }
+
+    // (3) Inside the namespace doctor is 65534:65534, what the
+    // configuration asks for; the Bridge measures the host's root.
+    let mut command = Command::new("unshare");
+    command.args([
+        "--user",
+        &format!("--map-user={CONTAINER_ID}"),
+        &format!("--map-group={CONTAINER_ID}"),
+        binary(),
+    ]);
+    let mapped = doctor(command);
+    // No report at all: unshare itself failed (not installed, or user
+    // namespaces are not allowed here).
+    if mapped.stdout.is_empty() {
+        eprintln!(
+            "skipped the user-namespace case: unshare failed: {}",
+            mapped.stderr
+        );
+        return;
+    }
+    // The mapping also costs the workdir's permissions (the host sees the
+    // files owned by 65534, not by the process), which doctor reports too.
+    assert_eq!(mapped.code, Some(1), "{mapped:?}");
+    let line = peer_line(&mapped, "FAIL");
+    for needle in [
+        "PEER_NOT_AUTHORIZED",
+        "uid 65534 gid 65534 here",
+        "rootless Docker, userns-remap",
+        "fails closed",
+        "Do not loosen",
+    ] {
+        assert!(line.contains(needle), "{needle:?} not in {line}");
+    }
+    assert!(!line.contains("not the configured identity"), "{line}");
 }

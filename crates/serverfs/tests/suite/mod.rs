@@ -26,6 +26,7 @@ mod protocol_errors;
 mod race;
 mod read_tools;
 mod resource;
+mod rollback;
 mod schemas;
 mod search;
 mod stdio;

@@ -9,7 +9,8 @@
 //!
 //! Nothing is modified: the write capability of a read-write workdir is
 //! probed with `access(W_OK|X_OK)`, the HTTP address is bound and released
-//! at once, the token file is only read. The report is for the operator's
+//! at once, the token file is only read, and the only request sent to an
+//! Agent Bridge is the read-only `bridge.peer` (`peer.rs`). The report is for the operator's
 //! terminal and names host paths, but never a token, a token hash, a secret
 //! or any file's content (ARCHITECTURE.md §1 invariant 9).
 //!
@@ -19,9 +20,10 @@
 //! is what it is for. Loading stops at the first such root, so the checks
 //! that need the whole configuration are skipped, and a WARN line says so.
 
+mod peer;
+
 use std::collections::BTreeMap;
-use std::fmt::Display;
-use std::io::{ErrorKind, Write as _};
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
@@ -29,7 +31,8 @@ use std::process::ExitCode;
 
 use rustix::fs::Access;
 use serverfs_config::{
-    Config, ConfigError, ConfigSource, HttpAuth, SlotProblem, WorkdirConfig, select_source,
+    Config, ConfigError, ConfigSource, DOCTOR_EXIT_CONFIG, DoctorReport, HttpAuth, SlotProblem,
+    WorkdirConfig, one_line, plural, select_source,
 };
 use serverfs_fs::{PathPolicy, RelPath, Resolver, Workdir};
 
@@ -37,10 +40,8 @@ use crate::cli::DoctorArgs;
 use crate::service::lease_id;
 use crate::tokens::{TokenStore, check_private};
 
-/// Exit status when at least one check failed.
-const EXIT_FAILED: u8 = 1;
-/// Exit status when the configuration cannot be parsed.
-const EXIT_CONFIG: u8 = 2;
+/// The report on standard output.
+type Report = DoctorReport<std::io::Stdout>;
 
 /// Runs the checks, prints the report and returns the exit status.
 pub fn run(args: &DoctorArgs, env: &BTreeMap<String, String>) -> ExitCode {
@@ -66,7 +67,7 @@ pub fn run(args: &DoctorArgs, env: &BTreeMap<String, String>) -> ExitCode {
         },
     };
 
-    let mut report = Report::default();
+    let mut report = DoctorReport::stdout();
     match &loaded {
         Ok(config) => {
             report.ok(
@@ -105,7 +106,7 @@ pub fn run(args: &DoctorArgs, env: &BTreeMap<String, String>) -> ExitCode {
 /// errors.
 fn config_error(reason: &str) -> ExitCode {
     eprintln!("serverfs: configuration error: {}", one_line(reason));
-    ExitCode::from(EXIT_CONFIG)
+    ExitCode::from(DOCTOR_EXIT_CONFIG)
 }
 
 /// A configuration error that is a problem of one workdir's root (missing,
@@ -145,6 +146,8 @@ fn describe_source(source: &ConfigSource, extra: usize) -> String {
     let base = match source {
         ConfigSource::Toml(path) => format!("TOML file {path:?}"),
         ConfigSource::Environment => "environment variables (WORKDIR_NN_* slots)".to_owned(),
+        // Only the Agent Bridge reads a Compose .env on the host side.
+        ConfigSource::ComposeHost => "a Compose .env read on the host".to_owned(),
         ConfigSource::Cli(specs) => plural(specs.len(), "--workdir spec", "--workdir specs"),
     };
     if extra == 0 {
@@ -520,8 +523,9 @@ fn describe_unreadable_tokens(path: &Path) -> String {
     }
 }
 
-/// The Agent Bridge's socket directory, lock directory and the lock
-/// artifact of every agent-enabled workdir.
+/// The Agent Bridge's socket directory, the identity the Bridge measures
+/// for this process, the lock directory and the lock artifact of every
+/// workdir that takes the lease.
 fn check_bridge(report: &mut Report, config: &Config) {
     let agent = &config.agent;
     if !agent.bridge_enabled {
@@ -538,6 +542,7 @@ fn check_bridge(report: &mut Report, config: &Config) {
     match std::fs::symlink_metadata(socket) {
         Ok(meta) if meta.file_type().is_socket() => {
             report.ok("agent bridge socket", format!("{socket:?} exists"));
+            peer::check_peer_identity(report, agent);
         }
         Ok(_) => report.fail(
             "agent bridge socket",
@@ -610,83 +615,6 @@ fn check_shared_dir(report: &mut Report, check: &str, dir: &Path) {
     }
 }
 
-fn plural(count: usize, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
-}
-
-/// Keeps every report line one line: control characters (a newline in a
-/// path or an OS message) become spaces.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Level {
-    Ok,
-    Warn,
-    Fail,
-}
-
-/// The lines printed so far, counted by level.
-#[derive(Debug, Default)]
-struct Report {
-    ok: usize,
-    warnings: usize,
-    failures: usize,
-}
-
-impl Report {
-    fn ok(&mut self, check: &str, detail: impl Display) {
-        self.line(Level::Ok, check, detail);
-    }
-
-    fn warn(&mut self, check: &str, detail: impl Display) {
-        self.line(Level::Warn, check, detail);
-    }
-
-    fn fail(&mut self, check: &str, detail: impl Display) {
-        self.line(Level::Fail, check, detail);
-    }
-
-    fn line(&mut self, level: Level, check: &str, detail: impl Display) {
-        let tag = match level {
-            Level::Ok => {
-                self.ok += 1;
-                "OK  "
-            }
-            Level::Warn => {
-                self.warnings += 1;
-                "WARN"
-            }
-            Level::Fail => {
-                self.failures += 1;
-                "FAIL"
-            }
-        };
-        let text = one_line(&format!("{tag} {check}: {detail}"));
-        // A closed stdout (`doctor | head -1`) must not panic; the exit
-        // status still tells the outcome.
-        let _ = writeln!(std::io::stdout(), "{text}");
-    }
-
-    fn finish(self) -> ExitCode {
-        let _ = writeln!(
-            std::io::stdout(),
-            "doctor: {} ok, {} warnings, {} failures",
-            self.ok,
-            self.warnings,
-            self.failures
-        );
-        if self.failures == 0 {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(EXIT_FAILED)
-        }
-    }
-}
-
 /// True when something on `bind` answers `GET /healthz` as ServerFS does,
 /// so that running doctor beside a live server is not a failure. Bounded
 /// by short timeouts; reads at most a small reply.
@@ -730,11 +658,6 @@ mod tests {
         );
         workdir.legacy_slot = Some(3);
         assert_eq!(lease_id(&workdir).unwrap().lock_file_name(), "03.lock");
-    }
-
-    #[test]
-    fn lines_stay_single() {
-        assert_eq!(one_line("a\nb\r\tc"), "a b  c");
     }
 
     #[test]
