@@ -162,8 +162,15 @@ pub fn load(
         .iter()
         .map(|runtime| setup(runtime, &config, &proxy, env))
         .collect::<Result<Vec<_>, _>>()?;
+    let settings = ServiceSettings {
+        home: env
+            .get("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute()),
+        ..ServiceSettings::from_agent(agent)
+    };
     Ok(BridgeConfig {
-        settings: ServiceSettings::from_agent(agent),
+        settings,
         state_dir: agent.state_dir.clone(),
         runtimes: enabled.iter().map(|r| r.as_str().to_owned()).collect(),
         setups,
