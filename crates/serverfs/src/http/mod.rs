@@ -110,7 +110,7 @@ pub async fn serve(
             max_sessions_per_token: to_usize(limits.max_sessions_per_token),
         },
     );
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
+    let mcp = StreamableHttpService::new(move || Ok(server.for_session()), manager, config);
     let tokens = match http.auth {
         HttpAuth::Bearer => Some(Arc::new(TokenStore::new(http.token_file.clone()))),
         HttpAuth::None => None,

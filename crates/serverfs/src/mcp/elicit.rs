@@ -1,0 +1,319 @@
+//! Agent approvals and questions put to the client's human as
+//! `elicitation/create` forms (issue 18, item 2).
+//!
+//! A client that declared form elicitation, on a protocol that lets a
+//! server send it requests (an `initialize` session), gets one watcher per
+//! agent task it drives through the tools, on a workdir whose `approvals`
+//! policy hands the decision to the human (`human`, `human-preferred`).
+//! The watcher reads the task from the Bridge; each pending request is put
+//! to the human once, as the form of [`super::forms`], while
+//! `get_agent_task` keeps reporting it. The human's response is applied as
+//! the decision through the answering tools' own Bridge calls (one winner:
+//! a request answered elsewhere meanwhile is refused with their codes, and
+//! its form is withdrawn with `notifications/cancelled`). A client that
+//! answers nothing within the interaction timeout leaves the request
+//! pending, as without elicitation.
+//!
+//! A client without the capability is never sent a form: no watcher is
+//! started for it. Tasks created through the Tasks extension are not
+//! watched either: their human answers the task's input request.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ServerRequest,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleServer};
+use serverfs_protocol::bridge::{BridgeErrorCode, InteractionStatus, PendingInteraction};
+
+use super::agent_results::AgentTaskView;
+use super::error::ToolCode;
+use super::forms;
+use crate::audit::AuditRecord;
+use crate::service::{AgentService, Answerer, HumanReach};
+
+/// How often a watcher reads its task.
+const POLL_INTERVAL: Duration = Duration::from_millis(300);
+
+/// The reach of a client the watcher serves: it declared form elicitation.
+const FORM_CLIENT: HumanReach = HumanReach {
+    elicitation: true,
+    tasks: false,
+};
+
+/// The tasks one MCP session's human is asked about (and the tasks of the
+/// Tasks extension, whose human answers elsewhere). Clones share the
+/// session's state; each session starts with an empty one.
+#[derive(Debug, Clone, Default)]
+pub struct Elicitations {
+    seen: Arc<Mutex<Seen>>,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    /// Tasks with a watcher (running or finished): never two per task.
+    watched: HashSet<String>,
+    /// Tasks created through the Tasks extension in this session.
+    task_augmented: HashSet<String>,
+}
+
+impl Elicitations {
+    /// Marks `task_id` as a task of the Tasks extension: it is never
+    /// watched.
+    pub fn task_augmented(&self, task_id: &str) {
+        self.seen().task_augmented.insert(task_id.to_owned());
+    }
+
+    /// Starts a watcher of `task_id` for the session's `peer`, unless one
+    /// was started before or the task belongs to the Tasks extension.
+    /// `token_name` names the HTTP token, for the audit.
+    pub fn watch(
+        &self,
+        agent: &AgentService,
+        peer: &Peer<RoleServer>,
+        task_id: &str,
+        token_name: Option<String>,
+    ) {
+        {
+            let mut seen = self.seen();
+            if seen.task_augmented.contains(task_id) || !seen.watched.insert(task_id.to_owned()) {
+                return;
+            }
+        }
+        let watcher = Watcher {
+            agent: agent.clone(),
+            peer: peer.clone(),
+            task_id: task_id.to_owned(),
+            token_name,
+        };
+        tokio::spawn(watcher.run());
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        // The sets are plain data: usable after a panicking holder.
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Whether the session's client takes forms: it declared form
+/// elicitation and the session lets the server send it requests.
+pub fn takes_forms(peer: &Peer<RoleServer>) -> bool {
+    let session = peer
+        .peer_info()
+        .is_some_and(|info| info.protocol_version.has_initialize());
+    session
+        && peer
+            .supported_elicitation_modes()
+            .contains(&rmcp::service::ElicitationMode::Form)
+}
+
+/// One task's watcher.
+struct Watcher {
+    agent: AgentService,
+    peer: Peer<RoleServer>,
+    task_id: String,
+    token_name: Option<String>,
+}
+
+impl Watcher {
+    /// Reads the task until it ends, the session closes, or its workdir
+    /// lets the model answer; puts each new pending request to the human.
+    async fn run(self) {
+        let Some(mut view) = self.read().await else {
+            return;
+        };
+        let policy = self.agent.approvals_of(&view.task.workdir_alias);
+        if Answerer::of(policy, FORM_CLIENT) == Answerer::Model {
+            // The model answers here: nothing for the human.
+            return;
+        }
+        let mut asked: HashSet<String> = HashSet::new();
+        while !view.task.status.is_terminal() && !self.peer.is_transport_closed() {
+            let new_request = view.task.pending_request.as_ref().filter(|pending| {
+                pending.status() == InteractionStatus::Pending
+                    && !asked.contains(pending.request_id())
+            });
+            match new_request {
+                Some(pending) => {
+                    asked.insert(pending.request_id().to_owned());
+                    self.ask(&view, pending).await;
+                }
+                None => tokio::time::sleep(POLL_INTERVAL).await,
+            }
+            let Some(next) = self.read().await else {
+                return;
+            };
+            view = next;
+        }
+    }
+
+    /// The task, re-checked against the policy; `None` once it cannot be
+    /// driven any more (gone, or its workdir's agents disabled). A Bridge
+    /// that is down for a moment is waited for.
+    async fn read(&self) -> Option<AgentTaskView> {
+        loop {
+            // Polls are not tool calls: their records are dropped unwritten.
+            let poll = AuditRecord::start("elicitation/create");
+            match self
+                .agent
+                .task_for_human(&self.task_id, FORM_CLIENT, &poll)
+                .await
+            {
+                Ok(view) => return Some(view),
+                Err(error)
+                    if error.code == ToolCode::Bridge(BridgeErrorCode::AgentBridgeUnavailable) =>
+                {
+                    if self.peer.is_transport_closed() {
+                        return None;
+                    }
+                    tokio::time::sleep(POLL_INTERVAL).await;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Puts `pending` to the human and applies the response; withdraws the
+    /// form if the request is answered elsewhere first.
+    async fn ask(&self, view: &AgentTaskView, pending: &PendingInteraction) {
+        let request_id = pending.request_id().to_owned();
+        let audit = AuditRecord::start("elicitation/create");
+        audit.set(|a| {
+            a.token_name = self.token_name.clone();
+            a.task_id = Some(self.task_id.clone());
+            a.workdir = Some(view.task.workdir_alias.clone());
+            a.runtime = Some(view.task.runtime.clone());
+        });
+        let form = match forms::form(&view.task, pending) {
+            Ok(form) => form,
+            Err(error) => return audit.finish(Some(error.code)),
+        };
+        let expires_at = match pending {
+            PendingInteraction::Approval(record) => record.expires_at,
+            PendingInteraction::Question(record) => record.expires_at,
+        };
+        let Some(timeout) = until(expires_at) else {
+            return;
+        };
+        let response = tokio::select! {
+            response = send_form(&self.peer, form, timeout) => response,
+            () = self.answered_elsewhere(&request_id) => {
+                tracing::info!(
+                    event = "elicitation_withdrawn",
+                    task_id = %self.task_id,
+                    request_id = %request_id,
+                );
+                return;
+            }
+        };
+        let outcome = match response {
+            Ok((action, content)) => match forms::decision(pending, action, content.as_ref()) {
+                Ok(answer) => {
+                    self.agent
+                        .apply_human_answer(&view.task, &request_id, answer, &audit)
+                        .await
+                }
+                Err(error) => Err(error),
+            },
+            Err(reason) => {
+                // No answer: the request stays pending, as it would
+                // without elicitation.
+                tracing::info!(
+                    event = "elicitation_unanswered",
+                    task_id = %self.task_id,
+                    request_id = %request_id,
+                    reason,
+                );
+                return;
+            }
+        };
+        audit.finish(outcome.err().map(|error| error.code));
+    }
+
+    /// Resolves once `request_id` is no longer the task's pending request.
+    async fn answered_elsewhere(&self, request_id: &str) {
+        loop {
+            tokio::time::sleep(POLL_INTERVAL).await;
+            match self.read().await {
+                Some(view) if view.task.pending_request_id.as_deref() == Some(request_id) => {}
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Sends the form and waits `timeout` for the response: the action and
+/// content, or why there is none.
+async fn send_form(
+    peer: &Peer<RoleServer>,
+    form: ElicitRequestParams,
+    timeout: Duration,
+) -> Result<(rmcp::model::ElicitationAction, Option<serde_json::Value>), &'static str> {
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+        .await
+        .map_err(|_| "not sent")?;
+    let id = handle.id.clone();
+    let owner = handle.peer.clone();
+    // Dropped by the caller's select (the request was answered elsewhere):
+    // withdraw the form from the client.
+    let withdraw = WithdrawOnDrop {
+        peer: Some(owner),
+        id: Some(id),
+    };
+    let response = handle.await_response().await;
+    withdraw.disarm();
+    match response {
+        Ok(ClientResult::ElicitResult(result)) => Ok((result.action, result.content)),
+        Ok(_) => Err("unexpected response"),
+        Err(ServiceError::Timeout { .. }) => Err("timed out"),
+        Err(_) => Err("refused by the client"),
+    }
+}
+
+/// Sends `notifications/cancelled` for a form still open when dropped.
+struct WithdrawOnDrop {
+    peer: Option<Peer<RoleServer>>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl WithdrawOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        let (Some(peer), Some(id)) = (self.peer.take(), self.id.take()) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            // Best effort: a client that is gone needs no withdrawal.
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("answered elsewhere".to_owned()),
+                ))
+                .await;
+        });
+    }
+}
+
+/// How long until `expires_at` (epoch ms); `None` once past.
+fn until(expires_at: i64) -> Option<Duration> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    u64::try_from(expires_at.saturating_sub(now))
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
+}
