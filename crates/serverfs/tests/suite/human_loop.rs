@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::common::Server;
 use crate::common::agent::{SETTLE, get, submit, wait_event, wait_status};
 use crate::common::bridge::AgentEnv;
+use crate::common::e2e::toml_path;
 use crate::common::human::Human;
 
 /// `submit_agent_task` to the fake runtime in `demo`, task-augmented: the
@@ -568,5 +569,146 @@ async fn instructions_tell_the_model_whose_decision_it_is() {
     assert!(
         said.contains("your user's decision") && said.contains("Never decide"),
         "{said}"
+    );
+}
+
+/// An environment whose `demo` runs the `codex` runtime on the mock App
+/// Server (serverfs-testkit's `mock-codex`, stdio transport).
+fn mock_codex_env() -> AgentEnv {
+    let env = AgentEnv::builder()
+        .agent(&format!(
+            "codex_bin = {}",
+            toml_path(&serverfs_testkit::mock_codex::binary())
+        ))
+        .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"codex\"]")
+        .build();
+    let home = env.root().join("ch");
+    std::fs::create_dir(&home).expect("codex home");
+    env.with_agent_line(&format!("codex_home = {}", toml_path(&home)))
+}
+
+/// `submit_agent_task` to `codex` in `demo`, task-augmented: the task id.
+/// The Codex adapter lets go of the workdir's writer lease a moment after
+/// its task's end, so a submission refused `WORKDIR_BUSY` is retried
+/// (as the Bridge's own Codex suite does) until it is accepted.
+async fn submit_codex_task(server: &Server, prompt: &str) -> String {
+    let args = json!({"runtime": "codex", "workdir": "demo", "prompt": prompt});
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let request = CallToolRequestParams::new("submit_agent_task")
+            .with_arguments(args.as_object().expect("object").clone());
+        match server.client().call_tool_once(request).await {
+            Ok(CallToolResponse::Task(created)) => return created.task.task_id,
+            Ok(CallToolResponse::Complete(refused))
+                if refused
+                    .structured_content
+                    .as_ref()
+                    .is_some_and(|error| error["error"]["code"] == "WORKDIR_BUSY")
+                    && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("submit_agent_task({prompt}) did not answer with a task: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn tasks_extension_over_the_codex_runtime() {
+    let env = mock_codex_env();
+    let _bridge = env.start_bridge();
+    let server = env.start_server_as(Human::default().with_tasks()).await;
+
+    // Approve: the form shows the command and why; the final response is
+    // what the agent said after the approval.
+    let task = submit_codex_task(&server, "approval please").await;
+    let waiting = wait_task(&server, &task, "input_required").await;
+    let (request, form) = input_request(&waiting);
+    let message = form["message"].as_str().unwrap();
+    assert!(
+        message.contains("pytest -q") && message.contains("run tests"),
+        "{message}"
+    );
+    assert_eq!(
+        choices(&form["requestedSchema"]["properties"]["decision"]),
+        ["approve_once", "approve_session", "deny", "cancel_task"]
+    );
+    task_update(
+        &server,
+        &task,
+        &request,
+        json!({"action": "accept", "content": {"decision": "approve_once"}}),
+    )
+    .await
+    .expect("tasks/update");
+    let done = wait_task(&server, &task, "completed").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["final_response"],
+        "approval:accept"
+    );
+    let refused = task_update(&server, &task, &request, json!({"action": "decline"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refusal_code(&refused), "REQUEST_ALREADY_RESOLVED");
+
+    // Deny.
+    let task = submit_codex_task(&server, "approval again").await;
+    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
+    task_update(&server, &task, &request, json!({"action": "decline"}))
+        .await
+        .expect("tasks/update");
+    let done = wait_task(&server, &task, "completed").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["final_response"],
+        "approval:decline"
+    );
+
+    // A question with options and free text.
+    let task = submit_codex_task(&server, "question").await;
+    let (request, form) = input_request(&wait_task(&server, &task, "input_required").await);
+    assert!(
+        form["message"].as_str().unwrap().contains("Pick one"),
+        "{form}"
+    );
+    let q1 = &form["requestedSchema"]["properties"]["q1"];
+    let b = q1["oneOf"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .find(|choice| choice["title"] == "B")
+        .expect("option B")["const"]
+        .clone();
+    assert_eq!(
+        form["requestedSchema"]["properties"]["q1_text"]["type"],
+        "string"
+    );
+    task_update(
+        &server,
+        &task,
+        &request,
+        json!({"action": "accept", "content": {"q1": b, "q1_text": "because"}}),
+    )
+    .await
+    .expect("tasks/update");
+    let done = wait_task(&server, &task, "completed").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["final_response"],
+        "question:B,because"
+    );
+
+    // tasks/cancel mid-turn frees the workdir.
+    let task = submit_codex_task(&server, "wait").await;
+    wait_event(&server, &task, "turn.started").await;
+    server
+        .client()
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    wait_task(&server, &task, "cancelled").await;
+    let next = submit_codex_task(&server, "plain work").await;
+    let done = wait_task(&server, &next, "completed").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["final_response"],
+        "done:plain work"
     );
 }
