@@ -138,6 +138,11 @@ impl AgentEnv {
         self.setup.lock_dir()
     }
 
+    /// The configuration file both processes read (written anew).
+    pub fn config(&self) -> PathBuf {
+        self.setup.write_config()
+    }
+
     /// `serverfs serve --config <file>` over stdio, with an MCP client.
     pub async fn start_server(&self) -> Server {
         self.start_server_as(Human::default()).await

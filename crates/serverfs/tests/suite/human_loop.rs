@@ -712,3 +712,62 @@ async fn tasks_extension_over_the_codex_runtime() {
         "done:plain work"
     );
 }
+
+/// The official Python SDK's elicitation callback as the human: accept,
+/// decline and cancel become approve_once, deny and cancel_task.
+#[tokio::test]
+async fn the_python_sdks_elicitation_callback_answers_the_forms() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_sdk {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide the Python MCP SDK (.ci/run installs mcp from PyPI)"
+        );
+        eprintln!("skipped: python3 with the `mcp` package is missing (pip install mcp==2.3.0)");
+        return;
+    }
+    let env = AgentEnv::builder()
+        .demo(
+            "agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]\napprovals = \"human\"",
+        )
+        .build();
+    let _bridge = env.start_bridge();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/elicitation_client.py"
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new("python3")
+            .arg(script)
+            .arg(crate::common::binary())
+            .arg(env.config())
+            .output(),
+    )
+    .await
+    .expect("the python client timed out")
+    .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"action": "accept", "status": "succeeded",
+                   "final_response": "approved: echo hi", "form_names_the_command": true}),
+            json!({"action": "decline", "status": "succeeded",
+                   "final_response": "denied: echo hi", "form_names_the_command": true}),
+            json!({"action": "cancel", "status": "cancelled",
+                   "final_response": null, "form_names_the_command": true}),
+        ]
+    );
+}
