@@ -771,3 +771,36 @@ async fn the_python_sdks_elicitation_callback_answers_the_forms() {
         ]
     );
 }
+
+/// A form nobody answers: the request stays pending and `get_agent_task`
+/// keeps reporting it, until it lapses exactly as without elicitation.
+#[tokio::test]
+async fn an_unanswered_form_leaves_the_request_pending_until_it_lapses() {
+    let env = AgentEnv::builder()
+        .agent("interaction_timeout_seconds = 4")
+        .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]\napprovals = \"human-preferred\"")
+        .build();
+    let _bridge = env.start_bridge();
+    let server = env.start_server_as(Human::default().with_forms()).await;
+
+    let task = submit(&server, "fake: approval echo hi").await;
+    let form = server.human().next_form().await;
+    let view = get(&server, &task).await;
+    assert_eq!(view["status"], "waiting_for_approval", "{view}");
+    assert!(view["pending_request"].is_object(), "{view}");
+
+    let lapsed = wait_status(&server, &task, "interrupted").await;
+    assert_eq!(
+        lapsed["error_code"], "AGENT_INTERACTION_TIMED_OUT",
+        "{lapsed}"
+    );
+    // The human's answer after the lapse changes nothing.
+    form.accept(json!({"decision": "approve_once"}));
+    let events = crate::common::agent::all_events(&server, &task).await;
+    assert!(
+        !crate::common::agent::types(&events).contains(&"approval.resolved".to_owned()),
+        "{events:?}"
+    );
+    assert_eq!(get(&server, &task).await["status"], "interrupted");
+    assert_eq!(server.human().forms_received(), 1, "one form per request");
+}
