@@ -6,19 +6,26 @@
 //! agent task it drives through the tools, on a workdir whose `approvals`
 //! policy hands the decision to the human (`human`, `human-preferred`).
 //! The watcher reads the task from the Bridge; each pending request is put
-//! to the human once, as the form of [`super::forms`], while
-//! `get_agent_task` keeps reporting it. The human's response is applied as
-//! the decision through the answering tools' own Bridge calls (one winner:
-//! a request answered elsewhere meanwhile is refused with their codes, and
-//! its form is withdrawn with `notifications/cancelled`). A client that
-//! answers nothing within the interaction timeout leaves the request
-//! pending, as without elicitation.
+//! to the human as the form of [`super::forms`], while `get_agent_task`
+//! keeps reporting it. The human's response is applied as the decision
+//! through the answering tools' own Bridge calls (one winner: a request
+//! answered elsewhere meanwhile is refused with their codes, and its form
+//! is withdrawn with `notifications/cancelled`). A client that answers
+//! nothing within the interaction timeout leaves the request pending, as
+//! without elicitation.
+//!
+//! A dismissed form (`cancel`) decides nothing, and the request is put to
+//! the human again when the session next names the task in a tool call —
+//! the watcher is nudged as that call starts, so the form arrives while it
+//! runs. Some clients show a form only then: Claude Code answers a form
+//! that arrives between tool calls with `cancel` at once (docs/clients.md),
+//! and a model told to long-poll `get_agent_task` gives it that moment.
 //!
 //! A client without the capability is never sent a form: no watcher is
 //! started for it. Tasks created through the Tasks extension are not
 //! watched either: their human answers the task's input request.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -28,6 +35,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serverfs_protocol::bridge::{BridgeErrorCode, InteractionStatus, PendingInteraction};
+use tokio::sync::Notify;
 
 use super::agent_results::AgentTaskView;
 use super::error::ToolCode;
@@ -54,8 +62,9 @@ pub struct Elicitations {
 
 #[derive(Debug, Default)]
 struct Seen {
-    /// Tasks with a watcher (running or finished): never two per task.
-    watched: HashSet<String>,
+    /// Tasks with a watcher (running or finished): never two per task; each
+    /// with the nudge its watcher waits for after a dismissed form.
+    watched: HashMap<String, Arc<Notify>>,
     /// Tasks created through the Tasks extension in this session.
     task_augmented: HashSet<String>,
 }
@@ -68,8 +77,9 @@ impl Elicitations {
     }
 
     /// Starts a watcher of `task_id` for the session's `peer`, unless one
-    /// was started before or the task belongs to the Tasks extension.
-    /// `token_name` names the HTTP token, for the audit.
+    /// was started before (it is nudged instead: a dismissed request of the
+    /// task is put to the human again) or the task belongs to the Tasks
+    /// extension. `token_name` names the HTTP token, for the audit.
     pub fn watch(
         &self,
         agent: &AgentService,
@@ -77,17 +87,25 @@ impl Elicitations {
         task_id: &str,
         token_name: Option<String>,
     ) {
-        {
+        let nudge = {
             let mut seen = self.seen();
-            if seen.task_augmented.contains(task_id) || !seen.watched.insert(task_id.to_owned()) {
+            if seen.task_augmented.contains(task_id) {
                 return;
             }
-        }
+            if let Some(nudge) = seen.watched.get(task_id) {
+                nudge.notify_one();
+                return;
+            }
+            let nudge = Arc::new(Notify::new());
+            seen.watched.insert(task_id.to_owned(), nudge.clone());
+            nudge
+        };
         let watcher = Watcher {
             agent: agent.clone(),
             peer: peer.clone(),
             task_id: task_id.to_owned(),
             token_name,
+            nudge,
         };
         tokio::spawn(watcher.run());
     }
@@ -116,6 +134,17 @@ struct Watcher {
     peer: Peer<RoleServer>,
     task_id: String,
     token_name: Option<String>,
+    /// Notified when the session names the task in a tool call.
+    nudge: Arc<Notify>,
+}
+
+/// How the human's turn with a form ended.
+enum Asked {
+    /// Answered (or refused), withdrawn, or no longer askable: never
+    /// asked again.
+    Done,
+    /// Dismissed without a choice: asked again at the next nudge.
+    Dismissed,
 }
 
 impl Watcher {
@@ -138,8 +167,16 @@ impl Watcher {
             });
             match new_request {
                 Some(pending) => {
-                    asked.insert(pending.request_id().to_owned());
-                    self.ask(&view, pending).await;
+                    let request_id = pending.request_id().to_owned();
+                    asked.insert(request_id.clone());
+                    if let Asked::Dismissed = self.ask(&view, pending).await {
+                        tokio::select! {
+                            () = self.nudge.notified() => {
+                                asked.remove(&request_id);
+                            }
+                            () = self.answered_elsewhere(&request_id) => {}
+                        }
+                    }
                 }
                 None => tokio::time::sleep(POLL_INTERVAL).await,
             }
@@ -178,7 +215,7 @@ impl Watcher {
 
     /// Puts `pending` to the human and applies the response; withdraws the
     /// form if the request is answered elsewhere first.
-    async fn ask(&self, view: &AgentTaskView, pending: &PendingInteraction) {
+    async fn ask(&self, view: &AgentTaskView, pending: &PendingInteraction) -> Asked {
         let request_id = pending.request_id().to_owned();
         let audit = AuditRecord::start("elicitation/create");
         audit.set(|a| {
@@ -189,14 +226,17 @@ impl Watcher {
         });
         let form = match forms::form(&view.task, pending) {
             Ok(form) => form,
-            Err(error) => return audit.finish(Some(error.code)),
+            Err(error) => {
+                audit.finish(Some(error.code));
+                return Asked::Done;
+            }
         };
         let expires_at = match pending {
             PendingInteraction::Approval(record) => record.expires_at,
             PendingInteraction::Question(record) => record.expires_at,
         };
         let Some(timeout) = until(expires_at) else {
-            return;
+            return Asked::Done;
         };
         let response = tokio::select! {
             response = send_form(&self.peer, form, timeout) => response,
@@ -206,15 +246,24 @@ impl Watcher {
                     task_id = %self.task_id,
                     request_id = %request_id,
                 );
-                return;
+                return Asked::Done;
             }
         };
         let outcome = match response {
             Ok((action, content)) => match forms::decision(pending, action, content.as_ref()) {
-                Ok(answer) => {
+                Ok(Some(answer)) => {
                     self.agent
                         .apply_human_answer(&view.task, &request_id, answer, &audit)
                         .await
+                }
+                Ok(None) => {
+                    // Dismissed: nothing decided, nothing audited.
+                    tracing::info!(
+                        event = "elicitation_dismissed",
+                        task_id = %self.task_id,
+                        request_id = %request_id,
+                    );
+                    return Asked::Dismissed;
                 }
                 Err(error) => Err(error),
             },
@@ -227,10 +276,11 @@ impl Watcher {
                     request_id = %request_id,
                     reason,
                 );
-                return;
+                return Asked::Done;
             }
         };
         audit.finish(outcome.err().map(|error| error.code));
+        Asked::Done
     }
 
     /// Resolves once `request_id` is no longer the task's pending request.

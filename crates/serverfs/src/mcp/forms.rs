@@ -29,14 +29,19 @@
 //! |---|---|---|
 //! | `accept` | the chosen decision or option | the answers |
 //! | `decline` | `deny` (with the first rejecting option when options are offered) | the task is cancelled |
-//! | `cancel` | `cancel_task` | the task is cancelled |
+//! | `cancel` | nothing: the request stays pending | nothing: the request stays pending |
 //!
-//! A declined approval lets the agent go on without the action; a
-//! dismissed one stops the task, as Codex and Claude Code do when their own
-//! approval prompt is dismissed. A question has no refusal in the neutral
-//! model and the agent cannot go on without an answer, so declining or
-//! dismissing it cancels the task. Where the request offers no way to
-//! refuse (`deny` or a rejecting option), a decline cancels too.
+//! A declined approval lets the agent go on without the action. A question
+//! has no refusal in the neutral model and the agent cannot go on without
+//! an answer, so declining it cancels the task. Where the request offers
+//! no way to refuse (`deny` or a rejecting option), a decline cancels too.
+//!
+//! A dismissed form (`cancel`) decides nothing: MCP defines it as closed
+//! without a choice, and clients answer it for forms they cannot show —
+//! Claude Code 2.1.197 answers every form that arrives outside one of the
+//! server's tool calls, and every form in `claude -p`, with `cancel` at
+//! once (measured, docs/clients.md). Applying it would end tasks nobody
+//! looked at; the request stays pending and is put to the human again.
 
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
@@ -85,7 +90,8 @@ pub fn form(
 }
 
 /// What the human's `action` (with the form's `content` on `accept`)
-/// decides for `pending`.
+/// decides for `pending`: `None` for a dismissed form, which decides
+/// nothing.
 ///
 /// # Errors
 ///
@@ -96,11 +102,11 @@ pub fn decision(
     pending: &PendingInteraction,
     action: ElicitationAction,
     content: Option<&Value>,
-) -> Result<HumanAnswer, ToolError> {
+) -> Result<Option<HumanAnswer>, ToolError> {
     let response = match action {
         ElicitationAction::Accept => Response::Accept,
         ElicitationAction::Decline => Response::Decline,
-        ElicitationAction::Cancel => Response::Dismiss,
+        ElicitationAction::Cancel => return Ok(None),
         // rmcp's list is open: a later action decides nothing here.
         _ => {
             let code = match pending {
@@ -113,34 +119,28 @@ pub fn decision(
             ));
         }
     };
-    match (pending, response) {
+    let answer = match (pending, response) {
         (PendingInteraction::Approval(record), Response::Accept) => {
-            accepted_approval(&record.payload, content)
+            accepted_approval(&record.payload, content)?
         }
         (PendingInteraction::Approval(record), Response::Decline) => {
-            Ok(declined_approval(&record.payload))
-        }
-        (PendingInteraction::Approval(record), Response::Dismiss) => {
-            Ok(dismissed_approval(&record.payload))
+            declined_approval(&record.payload)
         }
         (PendingInteraction::Question(record), Response::Accept) => {
-            accepted_question(&record.payload, content)
+            accepted_question(&record.payload, content)?
         }
-        (PendingInteraction::Question(_), Response::Decline | Response::Dismiss) => {
-            Ok(HumanAnswer::CancelTask)
-        }
-    }
+        (PendingInteraction::Question(_), Response::Decline) => HumanAnswer::CancelTask,
+    };
+    Ok(Some(answer))
 }
 
-/// The human's response to a form (MCP's `accept`, `decline`, `cancel`).
+/// The human's decision on a form (MCP's `accept`, `decline`).
 #[derive(Debug, Clone, Copy)]
 enum Response {
     /// Submitted the form.
     Accept,
     /// Refused explicitly.
     Decline,
-    /// Dismissed the form without a choice.
-    Dismiss,
 }
 
 // --- approvals ------------------------------------------------------------
@@ -360,7 +360,7 @@ fn options_of(payload: &ApprovalPayload) -> &[ApprovalOption] {
 }
 
 /// `deny` (the first rejecting option, when options are offered); a
-/// request without a refusal on offer is dismissed instead.
+/// request without a refusal on offer stops the task instead.
 fn declined_approval(payload: &ApprovalPayload) -> HumanAnswer {
     if has_options(payload) {
         let rejecting = [
@@ -387,11 +387,11 @@ fn declined_approval(payload: &ApprovalPayload) -> HumanAnswer {
             granted_permission_ids: None,
         };
     }
-    dismissed_approval(payload)
+    stopping_approval(payload)
 }
 
 /// `cancel_task` when offered, else the task is cancelled directly.
-fn dismissed_approval(payload: &ApprovalPayload) -> HumanAnswer {
+fn stopping_approval(payload: &ApprovalPayload) -> HumanAnswer {
     if offered(payload, ApprovalDecision::CancelTask) {
         HumanAnswer::Approval {
             decision: ApprovalDecision::CancelTask,

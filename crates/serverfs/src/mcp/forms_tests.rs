@@ -149,7 +149,7 @@ fn only_the_decisions_on_offer_are_choices() {
         )
     };
     assert_eq!(
-        answer("deny").unwrap(),
+        answer("deny").unwrap().expect("decided"),
         HumanAnswer::Approval {
             decision: ApprovalDecision::Deny,
             option_id: None,
@@ -164,10 +164,11 @@ fn only_the_decisions_on_offer_are_choices() {
             "{bad}"
         );
     }
-    // Declined: deny; dismissed without cancel_task on offer: the task is
-    // cancelled directly.
+    // Declined: deny; dismissed: nothing decided, the request stays.
     assert_eq!(
-        decision(&pending(&record), ElicitationAction::Decline, None).unwrap(),
+        decision(&pending(&record), ElicitationAction::Decline, None)
+            .unwrap()
+            .expect("decided"),
         HumanAnswer::Approval {
             decision: ApprovalDecision::Deny,
             option_id: None,
@@ -176,7 +177,7 @@ fn only_the_decisions_on_offer_are_choices() {
     );
     assert_eq!(
         decision(&pending(&record), ElicitationAction::Cancel, None).unwrap(),
-        HumanAnswer::CancelTask
+        None
     );
 }
 
@@ -187,30 +188,23 @@ fn accept_decline_and_cancel_of_an_approval() {
         (
             ElicitationAction::Accept,
             Some(json!({"decision": "approve_session"})),
-            HumanAnswer::Approval {
+            Some(HumanAnswer::Approval {
                 decision: ApprovalDecision::ApproveSession,
                 option_id: None,
                 granted_permission_ids: None,
-            },
+            }),
         ),
         (
             ElicitationAction::Decline,
             None,
-            HumanAnswer::Approval {
+            Some(HumanAnswer::Approval {
                 decision: ApprovalDecision::Deny,
                 option_id: None,
                 granted_permission_ids: None,
-            },
+            }),
         ),
-        (
-            ElicitationAction::Cancel,
-            None,
-            HumanAnswer::Approval {
-                decision: ApprovalDecision::CancelTask,
-                option_id: None,
-                granted_permission_ids: None,
-            },
-        ),
+        // Dismissed: nothing is decided; the request stays pending.
+        (ElicitationAction::Cancel, None, None),
     ];
     for (action, content, expected) in cases {
         assert_eq!(
@@ -251,7 +245,9 @@ fn exact_options_are_the_choices_with_their_kind() {
     let answer =
         |content: Value| decision(&pending(&record), ElicitationAction::Accept, Some(&content));
     assert_eq!(
-        answer(json!({"decision": "option:always"})).unwrap(),
+        answer(json!({"decision": "option:always"}))
+            .unwrap()
+            .expect("decided"),
         HumanAnswer::Approval {
             decision: ApprovalDecision::ApproveSession,
             option_id: Some("always".to_owned()),
@@ -263,7 +259,9 @@ fn exact_options_are_the_choices_with_their_kind() {
     assert!(answer(json!({"decision": "option:missing"})).is_err());
     // Declined: the rejecting option.
     assert_eq!(
-        decision(&pending(&record), ElicitationAction::Decline, None).unwrap(),
+        decision(&pending(&record), ElicitationAction::Decline, None)
+            .unwrap()
+            .expect("decided"),
         HumanAnswer::Approval {
             decision: ApprovalDecision::Deny,
             option_id: Some("no".to_owned()),
@@ -302,7 +300,9 @@ fn a_permission_set_lets_the_human_pick_what_to_grant() {
         })
     );
     let answer = |content: Value| {
-        decision(&pending(&record), ElicitationAction::Accept, Some(&content)).unwrap()
+        decision(&pending(&record), ElicitationAction::Accept, Some(&content))
+            .unwrap()
+            .expect("decided")
     };
     assert_eq!(
         answer(json!({"decision": "approve_once", "granted_permission_ids": ["network"]})),
@@ -397,7 +397,8 @@ fn question_answers_and_refusals() {
         ElicitationAction::Accept,
         Some(&json!({"q1_text": "  DuckDB ", "q2": ["linux", "mac"], "q3_text": "demo"})),
     )
-    .unwrap();
+    .unwrap()
+    .expect("decided");
     assert_eq!(
         answer,
         HumanAnswer::Question {
@@ -429,12 +430,16 @@ fn question_answers_and_refusals() {
             "{bad}"
         );
     }
-    for action in [ElicitationAction::Decline, ElicitationAction::Cancel] {
-        assert_eq!(
-            decision(&pending(&record), action, None).unwrap(),
-            HumanAnswer::CancelTask
-        );
-    }
+    // A declined question cancels the task (the agent cannot go on
+    // without an answer); a dismissed one decides nothing.
+    assert_eq!(
+        decision(&pending(&record), ElicitationAction::Decline, None).unwrap(),
+        Some(HumanAnswer::CancelTask)
+    );
+    assert_eq!(
+        decision(&pending(&record), ElicitationAction::Cancel, None).unwrap(),
+        None
+    );
 }
 
 #[test]

@@ -210,7 +210,20 @@ impl ServerHandler for ServerFs {
                 .submit_as_task(agent, request.arguments, token_name(&context), reach)
                 .await);
         }
-        let named_task = named_task(request.arguments.as_ref());
+        // The task a call names is watched (or its watcher nudged) as the
+        // call starts, so that a form for it arrives while the call runs;
+        // a submitted task once it exists.
+        let watch = |task_id: &str| {
+            if let Some(agent) = &self.agent
+                && reach.elicitation
+            {
+                self.elicitations
+                    .watch(agent, &context.peer, task_id, token_name(&context));
+            }
+        };
+        if let Some(task_id) = named_task(request.arguments.as_ref()) {
+            watch(&task_id);
+        }
         let outcome = self
             .dispatch(
                 &request.name,
@@ -222,13 +235,8 @@ impl ServerHandler for ServerFs {
         match outcome {
             Some(outcome) => {
                 let result = outcome.unwrap_or_else(ToolError::into_call_tool_result);
-                if let Some(agent) = &self.agent
-                    && reach.elicitation
-                    && let Some(task_id) =
-                        named_task.or_else(|| created_task(&request.name, &result))
-                {
-                    self.elicitations
-                        .watch(agent, &context.peer, &task_id, token_name(&context));
+                if let Some(task_id) = created_task(&request.name, &result) {
+                    watch(&task_id);
                 }
                 Ok(result.into())
             }

@@ -135,10 +135,13 @@ pub async fn update(
                 format!("the response to {key} is not an elicitation result: {e}"),
             )
         })?;
-        let answer = forms::decision(pending, response.action, response.content.as_ref())?;
-        agent
-            .apply_human_answer(&view.task, &key, answer, audit)
-            .await?;
+        // A dismissed input request decides nothing: it stays outstanding.
+        if let Some(answer) = forms::decision(pending, response.action, response.content.as_ref())?
+        {
+            agent
+                .apply_human_answer(&view.task, &key, answer, audit)
+                .await?;
+        }
     }
     Ok(())
 }

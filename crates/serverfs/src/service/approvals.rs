@@ -78,8 +78,9 @@ pub enum HumanAnswer {
         /// The answers.
         answers: Vec<QuestionAnswer>,
     },
-    /// Stop the task: the human dismissed a request the agent cannot go
-    /// on without (or an approval that offers no `cancel_task`).
+    /// Stop the task: the human declined a question, which the agent
+    /// cannot go on without (or an approval that offers no refusal and no
+    /// `cancel_task`).
     CancelTask,
 }
 

@@ -8,7 +8,9 @@ Usage: elicitation_client.py SERVERFS CONFIG
 For each of the form's answers (accept with approve_once, decline,
 cancel) it submits `fake: approval echo hi` to workdir `demo`, answers the
 form the server sends, waits for the task to end and prints one JSON line:
-{"action", "status", "final_response", "form_names_the_command"}.
+{"action", "status", "final_response", "forms", "form_names_the_command"}.
+A dismissed form (cancel) decides nothing and comes back; the callback
+declines it the second time.
 """
 
 import asyncio
@@ -32,6 +34,9 @@ class Human:
         self.forms.append(params)
         if self.action == "accept":
             return types.ElicitResult(action="accept", content={"decision": "approve_once"})
+        if self.action == "cancel":
+            self.action = "decline"
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action=self.action)
 
 
@@ -72,6 +77,7 @@ async def main(serverfs: str, config: str) -> None:
                             "action": action,
                             "status": view["status"],
                             "final_response": view["final_response"],
+                            "forms": len(human.forms) - asked,
                             "form_names_the_command": form is not None
                             and "echo hi" in form.message,
                         }

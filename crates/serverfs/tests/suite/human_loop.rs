@@ -202,13 +202,21 @@ async fn tasks_extension_approval_round_trip_deny_and_a_second_update() {
         );
     }
 
-    // Dismissing the form cancels the task.
+    // A dismissed input request decides nothing: it stays outstanding,
+    // and tasks/cancel is how the human ends the task.
     let task = submit_as_task(&server, "fake: approval echo hi").await;
     let task = task["taskId"].as_str().unwrap().to_owned();
     let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
     task_update(&server, &task, &request, json!({"action": "cancel"}))
         .await
         .expect("tasks/update");
+    let still = task_get(&server, &task).await.expect("tasks/get");
+    assert_eq!(input_request(&still).0, request, "{still}");
+    server
+        .client()
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
     let cancelled = wait_task(&server, &task, "cancelled").await;
     assert_eq!(cancelled["_meta"]["serverfs/status"], "cancelled");
 
@@ -383,10 +391,10 @@ async fn forms_for_the_plain_tools_accept_decline_and_cancel() {
     let _bridge = env.start_bridge();
     let server = env.start_server_as(Human::default().with_forms()).await;
 
-    for (action, status, response) in [
-        ("accept", "succeeded", Some("approved: echo hi")),
-        ("decline", "succeeded", Some("denied: echo hi")),
-        ("cancel", "cancelled", None),
+    for (action, response) in [
+        ("accept", "approved: echo hi"),
+        ("decline", "denied: echo hi"),
+        ("cancel", "denied: echo hi"),
     ] {
         let task = submit(&server, "fake: approval echo hi").await;
         let form = server.human().next_form().await;
@@ -411,13 +419,32 @@ async fn forms_for_the_plain_tools_accept_decline_and_cancel() {
                 .await,
             "APPROVAL_REQUIRES_HUMAN"
         );
-        match action {
-            "accept" => form.accept(json!({"decision": "approve_once"})),
-            "decline" => form.decline(),
-            _ => form.dismiss(),
+        let dismissed = match action {
+            "accept" => {
+                form.accept(json!({"decision": "approve_once"}));
+                false
+            }
+            "decline" => {
+                form.decline();
+                false
+            }
+            _ => {
+                form.dismiss();
+                true
+            }
+        };
+        if dismissed {
+            // Dismissed: nothing decided; the request stays pending, and
+            // the model's next look at the task puts it to the human again.
+            let view = get(&server, &task).await;
+            assert_eq!(view["status"], "waiting_for_approval", "{view}");
+            assert_eq!(view["pending_request_id"], request);
+            let again = server.human().next_form().await;
+            assert!(again.message().contains(&task), "{}", again.message());
+            again.decline();
         }
-        let done = wait_status(&server, &task, status).await;
-        assert_eq!(done["final_response"], json!(response), "{action}");
+        let done = wait_status(&server, &task, "succeeded").await;
+        assert_eq!(done["final_response"], response, "{action}");
     }
 
     // A question through a form.
@@ -713,8 +740,9 @@ async fn tasks_extension_over_the_codex_runtime() {
     );
 }
 
-/// The official Python SDK's elicitation callback as the human: accept,
-/// decline and cancel become approve_once, deny and cancel_task.
+/// The official Python SDK's elicitation callback as the human: accept
+/// approves, decline denies, cancel (dismissed) decides nothing and the
+/// form comes back.
 #[tokio::test]
 async fn the_python_sdks_elicitation_callback_answers_the_forms() {
     let has_sdk = std::process::Command::new("python3")
@@ -759,15 +787,17 @@ async fn the_python_sdks_elicitation_callback_answers_the_forms() {
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))
         .collect();
+    // A dismissed form decides nothing: it comes back at the client's next
+    // look at the task, and the callback then declines.
     assert_eq!(
         lines,
         [
-            json!({"action": "accept", "status": "succeeded",
+            json!({"action": "accept", "status": "succeeded", "forms": 1,
                    "final_response": "approved: echo hi", "form_names_the_command": true}),
-            json!({"action": "decline", "status": "succeeded",
+            json!({"action": "decline", "status": "succeeded", "forms": 1,
                    "final_response": "denied: echo hi", "form_names_the_command": true}),
-            json!({"action": "cancel", "status": "cancelled",
-                   "final_response": null, "form_names_the_command": true}),
+            json!({"action": "cancel", "status": "succeeded", "forms": 2,
+                   "final_response": "denied: echo hi", "form_names_the_command": true}),
         ]
     );
 }
