@@ -347,10 +347,17 @@ fn token_name(context: &RequestContext<RoleServer>) -> Option<String> {
 /// How the calling client can reach its human (for the agent tools'
 /// approvals): form elicitation on this session, the Tasks extension on
 /// this request.
+///
+/// The extension counts only when the request itself declares it in its
+/// per-request capabilities (`_meta`), as SEP-2663 has clients signal it.
+/// A session that declared it at `initialize` alone gets plain results:
+/// MCP Inspector 2.12.0's CLI does so and then cannot read a task handle
+/// (measured, docs/clients.md).
 fn human_reach(context: &RequestContext<RoleServer>) -> HumanReach {
     HumanReach {
         elicitation: elicit::takes_forms(&context.peer),
         tasks: context
+            .meta
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.supports_tasks()),
     }

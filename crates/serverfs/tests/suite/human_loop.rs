@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, GetTaskParams,
+    RequestMetaObject, UpdateTaskParams,
 };
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
@@ -18,12 +19,22 @@ use crate::common::bridge::AgentEnv;
 use crate::common::e2e::toml_path;
 use crate::common::human::Human;
 
+/// A `tools/call` of `tool` whose request declares the Tasks extension in
+/// its per-request capabilities (SEP-2663).
+fn task_augmented(tool: &'static str, args: &Value) -> CallToolRequestParams {
+    let mut meta = RequestMetaObject::default();
+    meta.set_client_capabilities(ClientCapabilities::builder().enable_tasks().build());
+    let mut request =
+        CallToolRequestParams::new(tool).with_arguments(args.as_object().expect("object").clone());
+    request.meta = Some(meta);
+    request
+}
+
 /// `submit_agent_task` to the fake runtime in `demo`, task-augmented: the
 /// task handle.
 async fn submit_as_task(server: &Server, prompt: &str) -> Value {
     let args = json!({"runtime": "fake", "workdir": "demo", "prompt": prompt});
-    let request = CallToolRequestParams::new("submit_agent_task")
-        .with_arguments(args.as_object().expect("object").clone());
+    let request = task_augmented("submit_agent_task", &args);
     match server.client().call_tool_once(request).await {
         Ok(CallToolResponse::Task(created)) => serde_json::to_value(created).expect("encodes"),
         other => panic!("submit_agent_task did not answer with a task: {other:?}"),
@@ -359,23 +370,29 @@ async fn a_task_handle_survives_a_serverfs_restart() {
 }
 
 #[tokio::test]
-async fn without_the_extension_nothing_changes() {
+async fn without_the_extension_on_the_request_nothing_changes() {
     let env = AgentEnv::builder().build();
     let _bridge = env.start_bridge();
-    let server = env.start_server().await;
-    let args = json!({"runtime": "fake", "workdir": "demo", "prompt": "fake: complete plain"});
-    let request = CallToolRequestParams::new("submit_agent_task")
-        .with_arguments(args.as_object().unwrap().clone());
-    let Ok(CallToolResponse::Complete(result)) = server.client().call_tool_once(request).await
-    else {
-        panic!("a plain tool result");
-    };
-    let task = result.structured_content.expect("structured")["task_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    wait_status(&server, &task, "succeeded").await;
+    // A client that declares nothing, and one that declares the extension
+    // at initialize only (as MCP Inspector's CLI does): plain results.
+    for human in [Human::default(), Human::default().with_tasks()] {
+        let server = env.start_server_as(human).await;
+        let args = json!({"runtime": "fake", "workdir": "demo", "prompt": "fake: complete plain"});
+        let request = CallToolRequestParams::new("submit_agent_task")
+            .with_arguments(args.as_object().unwrap().clone());
+        let Ok(CallToolResponse::Complete(result)) = server.client().call_tool_once(request).await
+        else {
+            panic!("a plain tool result");
+        };
+        let task = result.structured_content.expect("structured")["task_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        wait_status(&server, &task, "succeeded").await;
+    }
     // tasks/* need the extension declared.
+    let server = env.start_server().await;
+    let task = submit(&server, "fake: complete again").await;
     let refused = task_get(&server, &task).await.unwrap_err();
     let ServiceError::McpError(data) = refused else {
         panic!("a JSON-RPC error: {refused:?}");
@@ -622,8 +639,7 @@ async fn submit_codex_task(server: &Server, prompt: &str) -> String {
     let args = json!({"runtime": "codex", "workdir": "demo", "prompt": prompt});
     let deadline = Instant::now() + SETTLE;
     loop {
-        let request = CallToolRequestParams::new("submit_agent_task")
-            .with_arguments(args.as_object().expect("object").clone());
+        let request = task_augmented("submit_agent_task", &args);
         match server.client().call_tool_once(request).await {
             Ok(CallToolResponse::Task(created)) => return created.task.task_id,
             Ok(CallToolResponse::Complete(refused))
