@@ -140,10 +140,11 @@ struct Watcher {
 
 /// How the human's turn with a form ended.
 enum Asked {
-    /// Answered (or refused), withdrawn, or no longer askable: never
-    /// asked again.
+    /// Answered (the answer applied or refused by the Bridge), withdrawn,
+    /// lapsed or no longer askable: never asked again.
     Done,
-    /// Dismissed without a choice: asked again at the next nudge.
+    /// Dismissed without a choice, or not answered and not lapsed: asked
+    /// again at the next nudge.
     Dismissed,
 }
 
@@ -267,16 +268,20 @@ impl Watcher {
                 }
                 Err(error) => Err(error),
             },
-            Err(reason) => {
+            Err(no_answer) => {
                 // No answer: the request stays pending, as it would
-                // without elicitation.
+                // without elicitation; one that has not lapsed is put to
+                // the human again at the session's next look.
                 tracing::info!(
                     event = "elicitation_unanswered",
                     task_id = %self.task_id,
                     request_id = %request_id,
-                    reason,
+                    reason = no_answer.reason(),
                 );
-                return Asked::Done;
+                return match no_answer {
+                    NoAnswer::TimedOut => Asked::Done,
+                    NoAnswer::NotSent | NoAnswer::Refused => Asked::Dismissed,
+                };
             }
         };
         audit.finish(outcome.err().map(|error| error.code));
@@ -295,18 +300,39 @@ impl Watcher {
     }
 }
 
+/// Why a form got no response.
+#[derive(Debug, Clone, Copy)]
+enum NoAnswer {
+    /// It could not be sent (the session has no channel to the client now).
+    NotSent,
+    /// The client answered with an error, or with something else.
+    Refused,
+    /// Nothing came before the request lapsed.
+    TimedOut,
+}
+
+impl NoAnswer {
+    fn reason(self) -> &'static str {
+        match self {
+            NoAnswer::NotSent => "not sent",
+            NoAnswer::Refused => "refused by the client",
+            NoAnswer::TimedOut => "timed out",
+        }
+    }
+}
+
 /// Sends the form and waits `timeout` for the response: the action and
 /// content, or why there is none.
 async fn send_form(
     peer: &Peer<RoleServer>,
     form: ElicitRequestParams,
     timeout: Duration,
-) -> Result<(rmcp::model::ElicitationAction, Option<serde_json::Value>), &'static str> {
+) -> Result<(rmcp::model::ElicitationAction, Option<serde_json::Value>), NoAnswer> {
     let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
         .await
-        .map_err(|_| "not sent")?;
+        .map_err(|_| NoAnswer::NotSent)?;
     let id = handle.id.clone();
     let owner = handle.peer.clone();
     // Dropped by the caller's select (the request was answered elsewhere):
@@ -319,9 +345,9 @@ async fn send_form(
     withdraw.disarm();
     match response {
         Ok(ClientResult::ElicitResult(result)) => Ok((result.action, result.content)),
-        Ok(_) => Err("unexpected response"),
-        Err(ServiceError::Timeout { .. }) => Err("timed out"),
-        Err(_) => Err("refused by the client"),
+        Ok(_) => Err(NoAnswer::Refused),
+        Err(ServiceError::Timeout { .. }) => Err(NoAnswer::TimedOut),
+        Err(_) => Err(NoAnswer::Refused),
     }
 }
 

@@ -308,36 +308,10 @@ fn object(value: Result<Value, serde_json::Error>) -> Result<JsonObject, ToolErr
 /// An epoch-millisecond time as ISO 8601 UTC (`2026-09-20T10:30:00.123Z`);
 /// a time before the epoch (never written by the Bridge) as the epoch.
 fn iso8601(epoch_ms: i64) -> String {
-    let ms = u64::try_from(epoch_ms).unwrap_or(0);
-    let (secs, millis) = (ms / 1_000, ms % 1_000);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60,
-    )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    let ms = epoch_ms.max(0);
+    let seconds = serverfs_fs::rfc3339_seconds(ms / 1_000);
+    let whole = seconds.strip_suffix('Z').unwrap_or(&seconds);
+    format!("{whole}.{:03}Z", ms % 1_000)
 }
 
 #[cfg(test)]

@@ -370,6 +370,59 @@ async fn a_task_handle_survives_a_serverfs_restart() {
 }
 
 #[tokio::test]
+async fn task_handles_respect_the_current_policy() {
+    // `other` keeps agents enabled, so the later server still has them.
+    let env = AgentEnv::builder()
+        .workdir(
+            "other",
+            "agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]",
+        )
+        .build();
+    let _bridge = env.start_bridge();
+    let server = env.start_server_as(Human::default().with_tasks()).await;
+    let task = submit_as_task(&server, "fake: approval echo hi").await;
+    let task = task["taskId"].as_str().unwrap().to_owned();
+    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
+
+    // The operator has since disabled agents on `demo`: a server with the
+    // new configuration refuses the handle as the tools refuse the task.
+    let original = std::fs::read_to_string(env.config()).unwrap();
+    let changed = env.root().join("changed.toml");
+    std::fs::write(
+        &changed,
+        original.replacen(
+            "agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]",
+            "agent_mode = \"disabled\"",
+            1,
+        ),
+    )
+    .unwrap();
+    assert_ne!(std::fs::read_to_string(&changed).unwrap(), original);
+    let later = Server::start_as(
+        Human::default().with_tasks(),
+        &["--config", changed.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let refused = task_get(&later, &task).await.unwrap_err();
+    assert_eq!(refusal_code(&refused), "AGENT_DISABLED");
+    let refused = task_update(
+        &later,
+        &task,
+        &request,
+        json!({"action": "accept", "content": {"decision": "approve_once"}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refusal_code(&refused), "AGENT_DISABLED");
+    // Nothing was answered.
+    assert_eq!(
+        input_request(&task_get(&server, &task).await.unwrap()).0,
+        request
+    );
+}
+
+#[tokio::test]
 async fn without_the_extension_on_the_request_nothing_changes() {
     let env = AgentEnv::builder().build();
     let _bridge = env.start_bridge();
