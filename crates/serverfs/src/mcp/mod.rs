@@ -108,7 +108,7 @@ impl ServerFs {
     fn task_backend(&self) -> Result<&AgentService, ErrorData> {
         self.agent
             .as_ref()
-            .ok_or_else(|| ErrorData::method_not_found::<rmcp::model::GetTaskMethod>())
+            .ok_or_else(ErrorData::method_not_found::<rmcp::model::GetTaskMethod>)
     }
 
     /// `submit_agent_task` from a client that declared the Tasks
