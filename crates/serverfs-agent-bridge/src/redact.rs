@@ -17,6 +17,17 @@
 //!   become [`WORKDIR_MARKER`]`/rel` or [`OUTSIDE_MARKER`];
 //! * **structured form** ([`Redactor::value`]): JSON walked recursively,
 //!   choosing between the two by key.
+//!
+//! What a path outside the workdir becomes depends on who reads it. In
+//! events, final responses and errors it is [`OUTSIDE_MARKER`]. In the
+//! approvals and questions a human must judge, an [informative]
+//! redactor (the workdir's `approval_paths = "informative"`, issue 18)
+//! shows well-known system locations as they are, the Bridge user's home
+//! as `~`, and anything else as `<outside-workdir>/…/<last component>`;
+//! a path above the workdir root stays [`OUTSIDE_MARKER`], so where the
+//! workdirs live is never shown.
+//!
+//! [informative]: Redactor::informative
 
 use std::fmt;
 use std::path::PathBuf;
@@ -53,6 +64,25 @@ const PATH_KEYS: [&str; 6] = [
 /// Keys whose array value lists paths (sandbox grants), each string element
 /// rendered in path form.
 const PATH_LIST_KEYS: [&str; 4] = ["read", "write", "readableRoots", "writableRoots"];
+
+/// What an informative redactor puts between [`OUTSIDE_MARKER`] and the
+/// last component of a path it does not show.
+const ELIDED: &str = "/…/";
+
+/// Top-level trees that are the same on every Linux host: a path under
+/// one reveals nothing of the deployment, and tells a human judging an
+/// approval what would run or be read (`/bin/bash`, `/etc/hosts`).
+/// `/tmp`, `/var`, `/srv`, `/opt`, `/home`, `/root`, `/mnt`… are not
+/// among them: they hold whatever a host puts there.
+const SYSTEM_TREES: [&str; 10] = [
+    "bin", "sbin", "usr", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys",
+];
+
+/// Device nodes shown as they are (the rest of `/dev`, such as `/dev/shm`,
+/// can hold anything).
+const SYSTEM_DEVICES: [&str; 9] = [
+    "null", "zero", "full", "random", "urandom", "tty", "stdin", "stdout", "stderr",
+];
 
 /// Characters ending a path token at its tail when they close a sentence
 /// (`see /srv/work/a.rs.`); never part of the rendered path.
@@ -92,6 +122,22 @@ pub struct Redactor {
     /// Longest spelling first: a spelling that prefixes another must not
     /// win, so `/srv/work` never hides `/srv/work/inner` when both are roots.
     roots: Vec<Root>,
+    /// How a path outside every root is shown.
+    outside: Outside,
+}
+
+/// How a [`Redactor`] shows a path outside the workdir.
+#[derive(Clone)]
+enum Outside {
+    /// Always [`OUTSIDE_MARKER`].
+    Hidden,
+    /// System locations as they are, the home as `~`, the rest as
+    /// [`OUTSIDE_MARKER`] plus the last component.
+    Informative {
+        /// The segments of the Bridge user's home, when it is known and is
+        /// not `/`.
+        home: Option<Vec<String>>,
+    },
 }
 
 #[derive(Clone)]
@@ -136,7 +182,59 @@ impl Redactor {
             }
         }
         spellings.sort_by_key(|root| std::cmp::Reverse(root.spelling.len()));
-        Redactor { roots: spellings }
+        Redactor {
+            roots: spellings,
+            outside: Outside::Hidden,
+        }
+    }
+
+    /// This redactor, showing paths outside the workdir as a person
+    /// judging an approval needs them (`approval_paths = "informative"`):
+    ///
+    /// * a path above a root spelling (`/srv` for `/srv/work`), or `/`
+    ///   itself: [`OUTSIDE_MARKER`], as ever — the deployment's layout
+    ///   stays hidden;
+    /// * under `/bin`, `/sbin`, `/usr`, `/lib`, `/lib32`, `/lib64`,
+    ///   `/libx32`, `/etc`, `/proc`, `/sys`, or one of the devices
+    ///   `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`,
+    ///   `/dev/urandom`, `/dev/tty`, `/dev/stdin`, `/dev/stdout`,
+    ///   `/dev/stderr`: the normalised path as it is;
+    /// * under `home` (the Bridge user's `$HOME`; ignored when relative or
+    ///   `/`): `~` plus the rest (`~/.ssh/id_rsa`);
+    /// * anything else: [`OUTSIDE_MARKER`]`/…/` plus its last component
+    ///   (`<outside-workdir>/…/secret.txt`), which names the file without
+    ///   showing where it is.
+    ///
+    /// The free-text form still leaves a one-segment token in prose alone
+    /// (`/usr`, `/api`), and a relative path climbing above its start is
+    /// still [`OUTSIDE_MARKER`]. Every rendering is stable under a second
+    /// pass.
+    ///
+    /// ```
+    /// use serverfs_agent_bridge::redact::Redactor;
+    ///
+    /// let redactor = Redactor::new(["/srv/work".into()]).informative(Some("/home/alice".into()));
+    /// assert_eq!(
+    ///     redactor.text("/bin/bash -lc 'cat /home/alice/.ssh/id_rsa /srv/other/notes.txt'"),
+    ///     "/bin/bash -lc 'cat ~/.ssh/id_rsa <outside-workdir>/…/notes.txt'"
+    /// );
+    /// assert_eq!(redactor.path("/srv"), "<outside-workdir>");
+    /// ```
+    #[must_use]
+    pub fn informative(self, home: Option<PathBuf>) -> Redactor {
+        let home = home
+            .filter(|home| home.is_absolute())
+            .map(|home| {
+                normalize(&home.to_string_lossy())
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect::<Vec<String>>()
+            })
+            .filter(|segments| !segments.is_empty());
+        Redactor {
+            outside: Outside::Informative { home },
+            ..self
+        }
     }
 
     /// Redacts a JSON value in place.
@@ -207,7 +305,7 @@ impl Redactor {
             match self.relative(text) {
                 Some(rel) if rel.is_empty() => ".".to_owned(),
                 Some(rel) => rel.join("/"),
-                None => OUTSIDE_MARKER.to_owned(),
+                None => self.outside(text),
             }
         } else if climbs_above_start(text) {
             OUTSIDE_MARKER.to_owned()
@@ -261,7 +359,11 @@ impl Redactor {
     /// When the whole text is one token and gives no punctuation back, it
     /// is rendered as one path: inside as above, anything else — one
     /// segment included — as [`OUTSIDE_MARKER`]. (`/srv/repo2/x.` is a
-    /// token plus a full stop: `<outside-workdir>.`.)
+    /// token plus a full stop: `<outside-workdir>.`.) An [informative]
+    /// redactor renders each token it would replace by [`OUTSIDE_MARKER`]
+    /// as its rules say instead.
+    ///
+    /// [informative]: Redactor::informative
     ///
     /// Compared with the reference (§12.2) this is stronger, never weaker:
     /// backticks, `;`, `>`, non-ASCII punctuation and `file:///` also start
@@ -386,9 +488,40 @@ impl Redactor {
                 .iter()
                 .any(|root| token.starts_with(&root.spelling))
         {
-            out.push_str(OUTSIDE_MARKER);
+            out.push_str(&self.outside(token));
         } else {
             out.push_str(token);
+        }
+    }
+
+    /// How absolute `path`, which lies under no root, is shown (see
+    /// [`Redactor::informative`]).
+    fn outside(&self, path: &str) -> String {
+        let Outside::Informative { home } = &self.outside else {
+            return OUTSIDE_MARKER.to_owned();
+        };
+        let segments = normalize(path);
+        let above_a_root = self
+            .roots
+            .iter()
+            .any(|root| starts_with(&root.segments, &segments));
+        let Some(last) = segments.last() else {
+            return OUTSIDE_MARKER.to_owned();
+        };
+        if above_a_root {
+            OUTSIDE_MARKER.to_owned()
+        } else if is_system_location(&segments) {
+            format!("/{}", segments.join("/"))
+        } else if let Some(below) = home
+            .as_ref()
+            .filter(|home| starts_with(&segments, home))
+            .map(|home| &segments[home.len()..])
+        {
+            below.iter().fold("~".to_owned(), |shown, segment| {
+                format!("{shown}/{segment}")
+            })
+        } else {
+            format!("{OUTSIDE_MARKER}{ELIDED}{last}")
         }
     }
 
@@ -396,10 +529,10 @@ impl Redactor {
     /// lies under, lexically.
     fn relative<'t>(&self, path: &'t str) -> Option<Vec<&'t str>> {
         let mut segments = normalize(path);
-        let root = self.roots.iter().find(|root| {
-            root.segments.len() <= segments.len()
-                && root.segments.iter().zip(&segments).all(|(r, s)| r == s)
-        })?;
+        let root = self
+            .roots
+            .iter()
+            .find(|root| starts_with(&segments, &root.segments))?;
         segments.drain(..root.segments.len());
         Some(segments)
     }
@@ -419,6 +552,25 @@ fn normalize(path: &str) -> Vec<&str> {
         }
     }
     segments
+}
+
+/// Whether the segments `path` begin with the segments `prefix`.
+fn starts_with<P: AsRef<str>, Q: AsRef<str>>(path: &[P], prefix: &[Q]) -> bool {
+    prefix.len() <= path.len()
+        && prefix
+            .iter()
+            .zip(path)
+            .all(|(p, s)| p.as_ref() == s.as_ref())
+}
+
+/// Whether a normalised absolute path is a well-known system location
+/// ([`SYSTEM_TREES`], [`SYSTEM_DEVICES`]).
+fn is_system_location(segments: &[&str]) -> bool {
+    match segments {
+        [tree, ..] if SYSTEM_TREES.contains(tree) => true,
+        ["dev", device] => SYSTEM_DEVICES.contains(device),
+        _ => false,
+    }
 }
 
 /// Whether relative `path` reaches above its starting directory.

@@ -579,6 +579,153 @@ fn typed_payloads_round_trip() {
     assert!(failed.is_err(), "{failed:?}");
 }
 
+const HOME: &str = "/home/alice";
+
+/// The approval redactor of `approval_paths = "informative"` for [`ROOT`],
+/// with the Bridge user's home at [`HOME`].
+fn informative() -> Redactor {
+    work().informative(Some(PathBuf::from(HOME)))
+}
+
+#[test]
+fn informative_path_form_pins_each_class() {
+    let redactor = informative();
+    check_table(
+        "informative path form",
+        |text| redactor.path(text),
+        &[
+            // Inside the workdir: relative, as always.
+            ("/srv/work/src/main.rs", "src/main.rs"),
+            ("/srv/work", "."),
+            // Well-known system locations: as they are (normalised).
+            ("/bin/bash", "/bin/bash"),
+            ("/usr/bin/env", "/usr/bin/env"),
+            ("/usr//lib/./x/../libc.so", "/usr/lib/libc.so"),
+            ("/etc/hosts", "/etc/hosts"),
+            ("/etc", "/etc"),
+            ("/sbin/ip", "/sbin/ip"),
+            ("/lib64/ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2"),
+            ("/proc/self/status", "/proc/self/status"),
+            ("/sys/fs/cgroup", "/sys/fs/cgroup"),
+            ("/dev/null", "/dev/null"),
+            ("/dev/urandom", "/dev/urandom"),
+            ("/srv/work/../../etc/passwd", "/etc/passwd"),
+            // The Bridge user's home: `~`.
+            ("/home/alice/.ssh/id_rsa", "~/.ssh/id_rsa"),
+            ("/home/alice", "~"),
+            ("/home/alice/", "~"),
+            ("/home/alice/../alice/.bashrc", "~/.bashrc"),
+            // Anything else: the marker and the last component.
+            ("/tmp/build.log", &format!("{O}/…/build.log")),
+            ("/tmp", &format!("{O}/…/tmp")),
+            ("/home/bob/notes.txt", &format!("{O}/…/notes.txt")),
+            ("/home/alicex/y", &format!("{O}/…/y")),
+            ("/srv/other/secret.txt", &format!("{O}/…/secret.txt")),
+            ("/srv/work2/a", &format!("{O}/…/a")),
+            ("/dev/shm/x", &format!("{O}/…/x")),
+            ("/dev/sda", &format!("{O}/…/sda")),
+            ("/var/lib/serverfs/state.db", &format!("{O}/…/state.db")),
+            ("/opt/app/bin/tool", &format!("{O}/…/tool")),
+            ("/root/.profile", &format!("{O}/…/.profile")),
+            // Above the workdir root, or the host root: never shown.
+            ("/srv", O),
+            ("/", O),
+            ("/srv/work/..", O),
+            // Relative paths: as before.
+            ("src/lib.rs", "src/lib.rs"),
+            ("../x", O),
+        ],
+    );
+}
+
+#[test]
+fn informative_free_text_shows_what_a_human_must_judge() {
+    let redactor = informative();
+    check_table(
+        "informative free text",
+        |text| redactor.text(text),
+        &[
+            (
+                "/bin/bash -lc 'cat /home/alice/.ssh/id_rsa > /srv/work/out.txt'",
+                &format!("/bin/bash -lc 'cat ~/.ssh/id_rsa > {W}/out.txt'"),
+            ),
+            (
+                "rm -rf /srv/other/data /tmp/cache/",
+                &format!("rm -rf {O}/…/data {O}/…/cache"),
+            ),
+            (
+                "curl -o /dev/null https://x.test/a/b",
+                "curl -o /dev/null https://x.test/a/b",
+            ),
+            ("see /home/bob/todo.md.", &format!("see {O}/…/todo.md.")),
+            // A one-segment token in prose stays prose, as in every mode.
+            ("write to /tmp then /usr", "write to /tmp then /usr"),
+            ("cd /srv && ls", "cd /srv && ls"),
+            // A whole string that is one path: its path form.
+            ("/srv/other", &format!("{O}/…/other")),
+            ("/srv", O),
+        ],
+    );
+}
+
+#[test]
+fn informative_home_must_be_a_real_absolute_directory() {
+    for home in [None, Some("/"), Some("relative/home"), Some("")] {
+        let redactor = work().informative(home.map(PathBuf::from));
+        assert_eq!(
+            redactor.path("/home/alice/.ssh/id_rsa"),
+            format!("{O}/…/id_rsa"),
+            "{home:?}"
+        );
+        assert_eq!(redactor.path("/etc/hosts"), "/etc/hosts", "{home:?}");
+    }
+    // A home that holds the workdir: the workdir stays relative, the home
+    // itself is above the root and stays hidden, its other files are `~`.
+    let nested = redactor(&["/home/alice/work"]).informative(Some(PathBuf::from(HOME)));
+    check_table(
+        "home above the root",
+        |text| nested.path(text),
+        &[
+            ("/home/alice/work/a.rs", "a.rs"),
+            ("/home/alice", O),
+            ("/home", O),
+            ("/home/alice/.gitconfig", "~/.gitconfig"),
+            ("/home/alice/work2/x", "~/work2/x"),
+        ],
+    );
+    // A system location that holds the workdir: its ancestors stay hidden.
+    let system = redactor(&["/usr/local/src/proj"]).informative(None);
+    assert_eq!(system.path("/usr/local/src"), O);
+    assert_eq!(system.path("/usr"), O);
+    assert_eq!(system.path("/usr/bin/make"), "/usr/bin/make");
+}
+
+#[test]
+fn informative_structured_payloads() {
+    let redactor = informative();
+    let mut payload = json!({
+        "command_display": "/usr/bin/git -C /srv/work push",
+        "relative_cwd": "/home/alice/src",
+        "file_changes": [{"path": "/srv/other/a.rs"}, {"path": "/srv/work/b.rs"}],
+        "thread_id": "t1",
+        "tool_input": {"file_path": "/etc/shadow", "/tmp/key.pem": "x"},
+    });
+    redactor.value(&mut payload);
+    assert_eq!(
+        payload,
+        json!({
+            "command_display": format!("/usr/bin/git -C {W} push"),
+            "relative_cwd": "~/src",
+            "file_changes": [{"path": format!("{O}/…/a.rs")}, {"path": "b.rs"}],
+            "tool_input": {"file_path": "/etc/shadow", format!("{O}/…/key.pem"): "x"},
+        })
+    );
+    // The default redactor is untouched by the informative one.
+    let mut again = json!({"command_display": "/usr/bin/git push"});
+    work().value(&mut again);
+    assert_eq!(again, json!({"command_display": format!("{O} push")}));
+}
+
 /// A deterministic xorshift generator: reproducible inputs without a
 /// dependency.
 struct XorShift(u64);
@@ -672,11 +819,14 @@ fn visible_roots(out: &str) -> Vec<usize> {
 
 #[test]
 fn generated_text_never_shows_a_root_and_is_idempotent() {
-    let redactor = redactor(&[ROOT, CANONICAL]);
+    let hidden = redactor(&[ROOT, CANONICAL]);
+    let shown = hidden.clone().informative(Some(PathBuf::from("/home/u")));
     let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut leaky_inputs = 0;
     let mut failures = Vec::new();
-    for _ in 0..500 {
+    for round in 0..1000 {
+        let informative = round % 2 == 1;
+        let redactor = if informative { &shown } else { &hidden };
         let pieces = 1 + random.below(12);
         let input: String = (0..pieces)
             .map(|_| FRAGMENTS[random.below(FRAGMENTS.len())])
@@ -694,8 +844,11 @@ fn generated_text_never_shows_a_root_and_is_idempotent() {
                 "not idempotent: {input:?} -> {once:?} -> {twice:?}"
             ));
         }
-        if once.contains("/etc/passwd") && visible_outside(&once) {
+        if !informative && once.contains("/etc/passwd") && visible_outside(&once) {
             failures.push(format!("outside path visible: {input:?} -> {once:?}"));
+        }
+        if informative && once.contains("/home/u/.ssh") && visible_home(&once) {
+            failures.push(format!("home not shown as ~: {input:?} -> {once:?}"));
         }
     }
     // The generator must actually produce leaks to hide, or the run proves
@@ -705,6 +858,16 @@ fn generated_text_never_shows_a_root_and_is_idempotent() {
         "only {leaky_inputs} inputs showed a root"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Whether `/home/u/.ssh` appears at a whitespace-delimited start in `out`.
+fn visible_home(out: &str) -> bool {
+    out.match_indices("/home/u/.ssh").any(|(at, _)| {
+        out[..at]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace)
+    })
 }
 
 /// Whether `/etc/passwd` appears at a whitespace-delimited start in `out`.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::acp::AcpProfileEntry;
 use crate::agent::AgentMode;
+use crate::approvals::{Word, word};
 use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
 use crate::error::{ConfigError, SlotProblem, one_line};
@@ -54,7 +55,7 @@ const BRIDGE_STATE_NAME: &str = "serverfs-agent-bridge";
 
 /// Per-slot variable names (`WORKDIR_NN_<NAME>`). `PATH` is consumed by
 /// Compose for the bind mount and ignored here, but it is a known name.
-pub(crate) const SLOT_NAMES: [&str; 15] = [
+pub(crate) const SLOT_NAMES: [&str; 17] = [
     "ALIAS",
     "PATH",
     "DESCRIPTION",
@@ -70,6 +71,8 @@ pub(crate) const SLOT_NAMES: [&str; 15] = [
     "READ_HARDLINKED_FILES",
     "AGENT_MODE",
     "AGENT_RUNTIMES",
+    "AGENT_APPROVALS",
+    "AGENT_APPROVAL_PATHS",
 ];
 
 /// Which deployment the variables describe, which decides the defaults of
@@ -212,6 +215,13 @@ pub(crate) fn globals(env: &Env, paths: PathDefaults) -> Result<RawConfig, Confi
             runtime_names(get("SERVERFS_AGENT_RUNTIMES")),
             "SERVERFS_AGENT_RUNTIMES",
         ),
+        approvals: env_word("SERVERFS_AGENT_APPROVALS", get("SERVERFS_AGENT_APPROVALS"))?
+            .unwrap_or_default(),
+        approval_paths: env_word(
+            "SERVERFS_AGENT_APPROVAL_PATHS",
+            get("SERVERFS_AGENT_APPROVAL_PATHS"),
+        )?
+        .unwrap_or_default(),
     };
 
     let (socket, lock_dir) = bridge_endpoints(env, paths);
@@ -785,6 +795,16 @@ fn agent_mode(key: &str, raw: Option<&str>) -> Result<Option<AgentMode>, ConfigE
         })
 }
 
+/// A one-of-a-few-words variable (`*_AGENT_APPROVALS`,
+/// `*_AGENT_APPROVAL_PATHS`), any case, as the agent mode; `None` when
+/// unset or empty.
+fn env_word<T: Word>(key: &str, raw: Option<&str>) -> Result<Option<T>, ConfigError> {
+    let Some(text) = non_empty(raw) else {
+        return Ok(None);
+    };
+    word(key, raw.unwrap_or_default(), &text.to_ascii_lowercase()).map(Some)
+}
+
 /// Runtime list: comma-separated, trimmed, any case; names are checked
 /// (unknown, duplicate) by validation with the variable's name.
 fn runtime_names(raw: Option<&str>) -> Vec<String> {
@@ -845,7 +865,8 @@ fn check_slot_variable_names(env: &Env) -> Result<(), ConfigError> {
                 hint: "per-slot names are ALIAS, PATH, DESCRIPTION, READ_ONLY, ALLOW_HIDDEN, \
                        DISABLE_DEFAULT_DENY, EXTRA_DENY_GLOBS, MAX_READ_BYTES, MAX_READ_LINES, \
                        MAX_WRITE_BYTES, BINARY_TRANSFER_ENABLED, MAX_BINARY_TRANSFER_BYTES, \
-                       READ_HARDLINKED_FILES, AGENT_MODE, AGENT_RUNTIMES",
+                       READ_HARDLINKED_FILES, AGENT_MODE, AGENT_RUNTIMES, AGENT_APPROVALS, \
+                       AGENT_APPROVAL_PATHS",
             });
         }
     }
@@ -965,6 +986,8 @@ fn slot_workdir(env: &Env, slot: u8, roots: &SlotRoots) -> Result<Option<RawWork
         agent_mode(&var("AGENT_MODE"), get("AGENT_MODE"))?.map(|m| Val::set(m, var("AGENT_MODE")));
     workdir.agent_runtimes =
         (!runtimes.is_empty()).then(|| Val::set(runtimes, var("AGENT_RUNTIMES")));
+    workdir.approvals = env_word(&var("AGENT_APPROVALS"), get("AGENT_APPROVALS"))?;
+    workdir.approval_paths = env_word(&var("AGENT_APPROVAL_PATHS"), get("AGENT_APPROVAL_PATHS"))?;
     workdir.legacy_slot = Some(slot);
     validate::check_overrides(&workdir)?;
 

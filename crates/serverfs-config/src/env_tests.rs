@@ -636,6 +636,48 @@ fn slot_values_are_strict_and_named() {
 }
 
 #[test]
+fn approval_settings_from_variables() {
+    let fx = Fixture::new();
+    fx.slot(1);
+    fx.slot(2);
+    let config = fx
+        .env_config(&[
+            ("SERVERFS_AGENT_APPROVALS", "Human"),
+            ("SERVERFS_AGENT_APPROVAL_PATHS", "redacted"),
+            ("WORKDIR_01_ALIAS", "one"),
+            ("WORKDIR_02_ALIAS", "two"),
+            ("WORKDIR_02_AGENT_APPROVALS", "human-preferred"),
+            ("WORKDIR_02_AGENT_APPROVAL_PATHS", " INFORMATIVE "),
+        ])
+        .unwrap();
+    let settings: Vec<_> = config
+        .workdirs
+        .iter()
+        .map(|w| (w.approvals, w.approval_paths))
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            (crate::ApprovalPolicy::Human, crate::ApprovalPaths::Redacted),
+            (
+                crate::ApprovalPolicy::HumanPreferred,
+                crate::ApprovalPaths::Informative
+            ),
+        ]
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("WORKDIR_01_AGENT_APPROVALS", "user")])),
+        "WORKDIR_01_AGENT_APPROVALS: expected one of \"model\", \"human\", \
+         \"human-preferred\", got \"user\""
+    );
+    assert_eq!(
+        message(slot1(&fx, &[("SERVERFS_AGENT_APPROVAL_PATHS", "none")])),
+        "SERVERFS_AGENT_APPROVAL_PATHS: expected one of \"informative\", \"redacted\", \
+         got \"none\""
+    );
+}
+
+#[test]
 fn slot_agent_policy() {
     let fx = Fixture::new();
     let on = ("SERVERFS_AGENT_BRIDGE_ENABLED", "true");

@@ -62,6 +62,7 @@
 mod acp;
 mod agent;
 mod alias;
+mod approvals;
 mod cli;
 mod cli_runtime;
 mod codex;
@@ -92,6 +93,7 @@ mod properties_tests;
 pub use acp::AcpProfileSettings;
 pub use agent::{AcpProfile, AgentMode, AgentRuntime};
 pub use alias::{InvalidAlias, WorkdirAlias};
+pub use approvals::{ApprovalPaths, ApprovalPolicy};
 pub use cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 pub use codex::{CodexSettings, CodexTransport};
 pub use doctor_report::{DOCTOR_EXIT_CONFIG, DOCTOR_EXIT_FAILED, DoctorReport, plural};

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::acp::AcpProfileSettings;
 use crate::agent::{AcpProfile, AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::approvals::{ApprovalPaths, ApprovalPolicy};
 use crate::cli_runtime::{ClaudeSettings, CliRuntimeSettings, QoderSettings};
 use crate::codex::CodexSettings;
 use crate::env;
@@ -365,6 +366,12 @@ pub struct WorkdirConfig {
     /// Runtimes agents may use here, sorted by name, no duplicates. Empty
     /// exactly when `agent_mode` is disabled.
     pub agent_runtimes: Vec<AgentRuntime>,
+    /// Who answers an agent's approvals and questions here (default
+    /// [`ApprovalPolicy::Model`]).
+    pub approvals: ApprovalPolicy,
+    /// How approvals and questions show host paths outside the workdir
+    /// (default [`ApprovalPaths::Informative`]).
+    pub approval_paths: ApprovalPaths,
     /// The environment slot `NN` this workdir came from, if any; keys the
     /// writer lease of container deployments (spec §2.4).
     pub legacy_slot: Option<u8>,
@@ -373,7 +380,8 @@ pub struct WorkdirConfig {
 impl WorkdirConfig {
     /// A workdir with every setting at its default: read-only, hidden paths
     /// denied, built-in deny rules on, no extra globs, no binary transfer,
-    /// hard-linked files not read, agents disabled. Meant for tests and
+    /// hard-linked files not read, agents disabled (approvals by the model,
+    /// informative approval paths). Meant for tests and
     /// fixtures; nothing is checked about `root`.
     pub fn with_defaults(alias: WorkdirAlias, root: PathBuf) -> WorkdirConfig {
         WorkdirConfig {
@@ -392,6 +400,8 @@ impl WorkdirConfig {
             max_binary_transfer_bytes: limits::MAX_BINARY_TRANSFER_BYTES.default,
             agent_mode: AgentMode::Disabled,
             agent_runtimes: Vec::new(),
+            approvals: ApprovalPolicy::Model,
+            approval_paths: ApprovalPaths::Informative,
             legacy_slot: None,
         }
     }

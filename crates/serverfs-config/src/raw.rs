@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use crate::agent::AgentMode;
+use crate::approvals::{ApprovalPaths, ApprovalPolicy};
 use crate::codex::CodexTransport;
 use crate::http::HttpAuth;
 use crate::model::{LogLevel, TextContent};
@@ -99,6 +100,8 @@ pub(crate) struct RawDefaults {
     pub max_binary_transfer_bytes: Val<i64>,
     pub agent_mode: Val<AgentMode>,
     pub agent_runtimes: Val<Vec<String>>,
+    pub approvals: ApprovalPolicy,
+    pub approval_paths: ApprovalPaths,
 }
 
 /// How the server reaches the Agent Bridge, and the Bridge's own settings.
@@ -228,6 +231,8 @@ pub(crate) struct RawWorkdir {
     pub max_binary_transfer_bytes: Option<Val<i64>>,
     pub agent_mode: Option<Val<AgentMode>>,
     pub agent_runtimes: Option<Val<Vec<String>>>,
+    pub approvals: Option<ApprovalPolicy>,
+    pub approval_paths: Option<ApprovalPaths>,
     pub legacy_slot: Option<u8>,
 }
 
@@ -250,6 +255,8 @@ impl RawWorkdir {
             max_binary_transfer_bytes: None,
             agent_mode: None,
             agent_runtimes: None,
+            approvals: None,
+            approval_paths: None,
             legacy_slot: None,
         }
     }

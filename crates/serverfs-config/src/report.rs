@@ -486,6 +486,11 @@ fn workdir_report(out: &mut String, w: &WorkdirConfig) {
             w.agent_mode,
             names.join(", ")
         );
+        let _ = writeln!(
+            out,
+            "    approvals: {} (paths outside the workdir: {})",
+            w.approvals, w.approval_paths
+        );
     }
 }
 
@@ -497,8 +502,8 @@ mod tests {
 
     use crate::test_support::Fixture;
     use crate::{
-        AgentMode, AgentRuntime, AgentSettings, Config, HttpSettings, ServerSettings, WorkdirAlias,
-        WorkdirConfig,
+        AgentMode, AgentRuntime, AgentSettings, ApprovalPaths, ApprovalPolicy, Config,
+        HttpSettings, ServerSettings, WorkdirAlias, WorkdirConfig,
     };
 
     #[test]
@@ -521,6 +526,8 @@ mod tests {
         code.read_hardlinked_files = true;
         code.agent_mode = AgentMode::WorkspaceWrite;
         code.agent_runtimes = vec![AgentRuntime::Codex, AgentRuntime::Fake];
+        code.approvals = ApprovalPolicy::HumanPreferred;
+        code.approval_paths = ApprovalPaths::Redacted;
         let config = Config {
             server: ServerSettings::default(),
             agent: AgentSettings {
@@ -599,6 +606,7 @@ workdirs: 2
     hard-linked files (more than one link): read
     limits: max_read_lines 500, max_read_bytes 524288, max_write_bytes 1048576, max_binary_transfer_bytes 8388608
     agent: workspace-write (runtimes: codex, fake)
+    approvals: human-preferred (paths outside the workdir: redacted)
 "
         );
     }

@@ -16,6 +16,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::acp::AcpProfileEntry;
 use crate::agent::AgentMode;
+use crate::approvals::{Word, word};
 use crate::cli_runtime::{self, StreamJsonCli};
 use crate::codex::{self, CodexTransport};
 use crate::env::{native_bridge_paths, native_state_dir, native_token_file};
@@ -71,6 +72,8 @@ struct ServerToml {
     max_binary_transfer_bytes: Option<i64>,
     agent_mode: Option<String>,
     agent_runtimes: Option<Vec<String>>,
+    approvals: Option<String>,
+    approval_paths: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -214,6 +217,8 @@ struct WorkdirToml {
     max_binary_transfer_bytes: Option<i64>,
     agent_mode: Option<String>,
     agent_runtimes: Option<Vec<String>>,
+    approvals: Option<String>,
+    approval_paths: Option<String>,
 }
 
 /// Parses a `serverfs.toml` text. Relative workdir paths are resolved
@@ -351,6 +356,9 @@ fn into_raw(
             "server.agent_mode",
         ),
         agent_runtimes: Val::or_default(s.agent_runtimes, Vec::new(), "server.agent_runtimes"),
+        approvals: optional_word(s.approvals, "server.approvals")?.unwrap_or_default(),
+        approval_paths: optional_word(s.approval_paths, "server.approval_paths")?
+            .unwrap_or_default(),
     };
 
     let agent = agent_table(file.agent, env)?;
@@ -701,6 +709,8 @@ fn workdir(index: usize, w: WorkdirToml, base_dir: &Path) -> Result<RawWorkdir, 
         .map(|m| agent_mode(&m, &key("agent_mode")).map(|mode| Val::set(mode, key("agent_mode"))))
         .transpose()?;
     raw.agent_runtimes = w.agent_runtimes.map(|r| Val::set(r, key("agent_runtimes")));
+    raw.approvals = optional_word(w.approvals, &key("approvals"))?;
+    raw.approval_paths = optional_word(w.approval_paths, &key("approval_paths"))?;
     Ok(raw)
 }
 
@@ -721,6 +731,12 @@ fn agent_mode(text: &str, key: &str) -> Result<AgentMode, ConfigError> {
         expected: "one of \"disabled\", \"review\", \"workspace-write\"",
         got: text.to_owned(),
     })
+}
+
+/// A written one-of-a-few-words setting (`approvals`, `approval_paths`),
+/// parsed exactly; `None` when unwritten.
+fn optional_word<T: Word>(text: Option<String>, key: &str) -> Result<Option<T>, ConfigError> {
+    text.map(|text| word(key, &text, &text)).transpose()
 }
 
 /// Rewords serde's Rust type names in deserialization messages into the

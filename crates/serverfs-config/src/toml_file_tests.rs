@@ -4,10 +4,10 @@ use pretty_assertions::assert_eq;
 
 use crate::test_support::{Fixture, env, message};
 use crate::{
-    AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, CliRuntimeSettings,
-    CodexSettings, CodexTransport, Config, ConfigError, HttpAuth, HttpSettings, LogLevel,
-    ProviderCgroup, QoderAuth, QoderSettings, ServerSettings, TextContent, WorkdirAlias,
-    WorkdirConfig,
+    AcpProfile, AcpProfileSettings, AgentMode, AgentRuntime, AgentSettings, ApprovalPaths,
+    ApprovalPolicy, CliRuntimeSettings, CodexSettings, CodexTransport, Config, ConfigError,
+    HttpAuth, HttpSettings, LogLevel, ProviderCgroup, QoderAuth, QoderSettings, ServerSettings,
+    TextContent, WorkdirAlias, WorkdirConfig,
 };
 
 fn alias(text: &str) -> WorkdirAlias {
@@ -323,6 +323,8 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                 max_binary_transfer_bytes: 4,
                 agent_mode: AgentMode::Review,
                 agent_runtimes: vec![AgentRuntime::Fake],
+                approvals: ApprovalPolicy::Model,
+                approval_paths: ApprovalPaths::Informative,
                 legacy_slot: None,
             },
             WorkdirConfig {
@@ -349,6 +351,8 @@ agent_runtimes = ["fake", "codex", "acp-zed"]
                     AgentRuntime::Codex,
                     AgentRuntime::Fake,
                 ],
+                approvals: ApprovalPolicy::Model,
+                approval_paths: ApprovalPaths::Informative,
                 legacy_slot: None,
             },
         ]
@@ -677,6 +681,66 @@ fn agent_mode_spelling_is_exact() {
             )
         ),
         "server.agent_mode: expected one of \"disabled\", \"review\", \"workspace-write\", got \"write\""
+    );
+}
+
+#[test]
+fn approval_settings_default_inherit_and_override() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    fx.mkdir("b");
+    fx.mkdir("c");
+    let config = fx
+        .toml(
+            "[server]\napprovals = \"human\"\napproval_paths = \"redacted\"\n\
+             [[workdirs]]\nalias = \"a\"\npath = \"a\"\n\
+             [[workdirs]]\nalias = \"b\"\npath = \"b\"\napprovals = \"human-preferred\"\n\
+             approval_paths = \"informative\"\n",
+        )
+        .unwrap();
+    let settings: Vec<(ApprovalPolicy, ApprovalPaths)> = config
+        .workdirs
+        .iter()
+        .map(|w| (w.approvals, w.approval_paths))
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            (ApprovalPolicy::Human, ApprovalPaths::Redacted),
+            (ApprovalPolicy::HumanPreferred, ApprovalPaths::Informative),
+        ]
+    );
+    // Unwritten anywhere: the model answers, paths are informative.
+    let plain = fx
+        .toml("[[workdirs]]\nalias = \"c\"\npath = \"c\"\n")
+        .unwrap();
+    assert_eq!(
+        (
+            plain.workdirs[0].approvals,
+            plain.workdirs[0].approval_paths
+        ),
+        (ApprovalPolicy::Model, ApprovalPaths::Informative)
+    );
+}
+
+#[test]
+fn approval_settings_spelling_is_exact() {
+    let fx = Fixture::new();
+    fx.mkdir("a");
+    assert_eq!(
+        message(fx.toml("[[workdirs]]\nalias = \"a\"\npath = \"a\"\napprovals = \"Human\"\n")),
+        "workdirs[0].approvals: expected one of \"model\", \"human\", \"human-preferred\", \
+         got \"Human\""
+    );
+    assert_eq!(
+        message(fx.toml(
+            "[server]\napproval_paths = \"full\"\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n"
+        )),
+        "server.approval_paths: expected one of \"informative\", \"redacted\", got \"full\""
+    );
+    assert_eq!(
+        message(fx.toml("[server]\napprovals = true\n[[workdirs]]\nalias = \"a\"\npath = \"a\"\n")),
+        "server.approvals: invalid type: boolean `true`, expected a string (line 2)"
     );
 }
 

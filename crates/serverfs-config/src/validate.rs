@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use crate::acp::{self, AcpProfileSettings};
 use crate::agent::{AcpProfile, AgentMode, AgentRuntime};
 use crate::alias::WorkdirAlias;
+use crate::approvals::{ApprovalPaths, ApprovalPolicy};
 use crate::cli_runtime::{self, CliRuntimeSettings, QoderSettings};
 use crate::codex::{CodexSettings, CodexTransport};
 use crate::error::{ConfigError, PassthroughProblem, RootProblem, one_line};
@@ -197,6 +198,8 @@ struct Defaults {
     max_binary_transfer_bytes: u64,
     agent_mode: Val<AgentMode>,
     agent_runtimes: Val<Vec<AgentRuntime>>,
+    approvals: ApprovalPolicy,
+    approval_paths: ApprovalPaths,
 }
 
 fn workdir_defaults(raw: &RawDefaults) -> Result<Defaults, ConfigError> {
@@ -243,6 +246,8 @@ fn workdir_defaults(raw: &RawDefaults) -> Result<Defaults, ConfigError> {
             key: raw.agent_runtimes.key.clone(),
             explicit: raw.agent_runtimes.explicit,
         },
+        approvals: raw.approvals,
+        approval_paths: raw.approval_paths,
     })
 }
 
@@ -862,6 +867,8 @@ fn effective_workdir(
         max_binary_transfer_bytes,
         agent_mode,
         agent_runtimes,
+        approvals: raw.approvals.unwrap_or(defaults.approvals),
+        approval_paths: raw.approval_paths.unwrap_or(defaults.approval_paths),
         legacy_slot: raw.legacy_slot,
         root: raw.root.value.clone(),
         alias,

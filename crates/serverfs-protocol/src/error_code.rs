@@ -124,6 +124,9 @@ error_codes! {
     WorkdirRecoveryRequired => "WORKDIR_RECOVERY_REQUIRED",
     /// The writer-lease artifact is missing, unsafe or cannot be opened.
     AgentLockUnavailable => "AGENT_LOCK_UNAVAILABLE",
+    /// The model answered an agent's approval or question on a workdir
+    /// whose operator wants the client's human to answer (`approvals`).
+    ApprovalRequiresHuman => "APPROVAL_REQUIRES_HUMAN",
 }
 
 #[cfg(test)]
@@ -184,6 +187,7 @@ mod tests {
                 "WORKDIR_BUSY",
                 "WORKDIR_RECOVERY_REQUIRED",
                 "AGENT_LOCK_UNAVAILABLE",
+                "APPROVAL_REQUIRES_HUMAN",
             ]
         );
     }

@@ -132,6 +132,7 @@ impl Workdir {
 #[derive(Debug, Clone)]
 pub struct Setup {
     dir: Arc<TempDir>,
+    server: BTreeMap<String, String>,
     agent: BTreeMap<String, String>,
     workdirs: Vec<Workdir>,
     env: BTreeMap<String, String>,
@@ -154,6 +155,7 @@ impl Setup {
         std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
         Setup {
             dir: Arc::new(dir),
+            server: BTreeMap::new(),
             agent: BTreeMap::new(),
             workdirs: vec![Workdir {
                 alias: "demo".to_owned(),
@@ -174,6 +176,13 @@ impl Setup {
     /// preset and may be overridden too.
     pub fn agent(mut self, key: &str, toml_value: &str) -> Setup {
         self.agent.insert(key.to_owned(), toml_value.to_owned());
+        self
+    }
+
+    /// Sets a `[server]` key (a default every workdir inherits) to a raw
+    /// TOML value, e.g. `.server("approval_paths", r#""redacted""#)`.
+    pub fn server(mut self, key: &str, toml_value: &str) -> Setup {
+        self.server.insert(key.to_owned(), toml_value.to_owned());
         self
     }
 
@@ -235,7 +244,15 @@ impl Setup {
         agent.insert("lock_dir".to_owned(), toml_str(&self.lock_dir()));
         agent.insert("state_dir".to_owned(), toml_str(&self.state_dir()));
         agent.extend(self.agent.clone());
-        let mut text = String::from("[agent]\n");
+        let mut text = String::new();
+        if !self.server.is_empty() {
+            text.push_str("[server]\n");
+            for (key, value) in &self.server {
+                let _ = writeln!(text, "{key} = {value}");
+            }
+            text.push('\n');
+        }
+        text.push_str("[agent]\n");
         for (key, value) in &agent {
             let _ = writeln!(text, "{key} = {value}");
         }

@@ -71,6 +71,10 @@ pub struct AuditFields {
     pub decision: Option<&'static str>,
     /// Agent task status after the call.
     pub status: Option<&'static str>,
+    /// Who answered an agent's approval or question: `model` (the
+    /// answering tools) or `human` (a form, `tasks/update`); kept on
+    /// failure.
+    pub answered_by: Option<&'static str>,
 }
 
 impl AuditRecord {
@@ -103,7 +107,12 @@ impl AuditRecord {
             all.path.clone(),
             all.token_name.clone(),
         );
-        let (task_id, runtime, decision) = (all.task_id.clone(), all.runtime.clone(), all.decision);
+        let (task_id, runtime, decision, answered_by) = (
+            all.task_id.clone(),
+            all.runtime.clone(),
+            all.decision,
+            all.answered_by,
+        );
         let c = if error.is_none() {
             all
         } else {
@@ -137,6 +146,7 @@ impl AuditRecord {
             task_id = task_id.as_deref(),
             runtime = runtime.as_deref(),
             decision,
+            answered_by,
             status = c.status,
         );
     }

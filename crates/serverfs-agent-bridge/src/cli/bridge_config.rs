@@ -238,8 +238,15 @@ pub fn load_tolerant(
             Err(error) => unusable.push((runtime.clone(), error)),
         }
     }
+    let settings = ServiceSettings {
+        home: env
+            .get("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute()),
+        ..ServiceSettings::from_agent(agent)
+    };
     let config = BridgeConfig {
-        settings: ServiceSettings::from_agent(agent),
+        settings,
         state_dir: agent.state_dir.clone(),
         runtimes,
         setups,

@@ -1,5 +1,7 @@
 //! The adapter's side of a running task ([`Host`]): every payload is
-//! redacted for host paths before it is sized and stored; interactions are
+//! redacted for host paths before it is sized and stored (approvals and
+//! questions as the workdir's `approval_paths` says, everything else
+//! strictly); interactions are
 //! stored (queued behind a presented one if need be) and awaited in memory;
 //! native ids and provider process groups are written through to the
 //! recovery guard.
@@ -23,12 +25,44 @@ use crate::store::{
 use serverfs_agent_runtime::ProcessGroupId;
 use serverfs_agent_runtime::bounds::utf8_prefix;
 use serverfs_agent_runtime::{AgentError, BoxFuture, Host, NativeIds};
+use serverfs_config::ApprovalPaths;
 
 /// The host of one task's turn.
 pub(super) struct TaskHost {
     core: Arc<Core>,
     live: Arc<LiveTask>,
-    redactor: Redactor,
+    redactors: Redactors,
+}
+
+/// How one task's payloads are redacted.
+#[derive(Debug, Clone)]
+pub(super) struct Redactors {
+    /// Events, the final response and provider errors: every path outside
+    /// the workdir is `<outside-workdir>`.
+    pub events: Redactor,
+    /// Approval and question payloads, which a human must judge: as the
+    /// workdir's `approval_paths` says (informative by default).
+    pub interactions: Redactor,
+}
+
+impl Redactors {
+    /// The redactors of a workdir known by `roots`, whose interactions
+    /// show paths as `approval_paths` says; `home` is the Bridge user's.
+    pub(super) fn new(
+        roots: Vec<std::path::PathBuf>,
+        approval_paths: ApprovalPaths,
+        home: Option<std::path::PathBuf>,
+    ) -> Redactors {
+        let events = Redactor::new(roots);
+        let interactions = match approval_paths {
+            ApprovalPaths::Informative => events.clone().informative(home),
+            ApprovalPaths::Redacted => events.clone(),
+        };
+        Redactors {
+            events,
+            interactions,
+        }
+    }
 }
 
 fn provider_error(message: &str) -> AgentError {
@@ -47,16 +81,20 @@ fn ended() -> AgentError {
 }
 
 impl TaskHost {
-    pub(super) fn new(core: Arc<Core>, live: Arc<LiveTask>, redactor: Redactor) -> TaskHost {
+    pub(super) fn new(core: Arc<Core>, live: Arc<LiveTask>, redactors: Redactors) -> TaskHost {
         TaskHost {
             core,
             live,
-            redactor,
+            redactors,
         }
     }
 
-    fn redacted<T: Serialize + DeserializeOwned>(&self, value: &T) -> Result<T, AgentError> {
-        self.redactor
+    /// `value` redacted by `redactor` (one of [`TaskHost::redactors`]).
+    fn redacted<T: Serialize + DeserializeOwned>(
+        redactor: &Redactor,
+        value: &T,
+    ) -> Result<T, AgentError> {
+        redactor
             .redact(value)
             .map_err(|_| provider_error("the provider payload could not be redacted"))
     }
@@ -166,7 +204,7 @@ impl Drop for PendingRequest {
 impl Host for TaskHost {
     fn emit(&self, event: EventPayload) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
-            let event = self.bounded(self.redacted(&event)?);
+            let event = self.bounded(Self::redacted(&self.redactors.events, &event)?);
             let task_id = self.live.task_id.clone();
             self.core
                 .store
@@ -191,7 +229,7 @@ impl Host for TaskHost {
         payload: ApprovalPayload,
     ) -> BoxFuture<'_, Result<ApprovalResolution, AgentError>> {
         Box::pin(async move {
-            let payload = self.redacted(&payload)?;
+            let payload = Self::redacted(&self.redactors.interactions, &payload)?;
             match self
                 .interact(InteractionPayload::Approval(Box::new(payload)))
                 .await?
@@ -209,7 +247,7 @@ impl Host for TaskHost {
         payload: QuestionPayload,
     ) -> BoxFuture<'_, Result<QuestionResolution, AgentError>> {
         Box::pin(async move {
-            let payload = self.redacted(&payload)?;
+            let payload = Self::redacted(&self.redactors.interactions, &payload)?;
             match self.interact(InteractionPayload::Question(payload)).await? {
                 InteractionResolution::Question(resolution) => Ok(resolution),
                 InteractionResolution::Approval(_) => {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use serverfs_agent_runtime::{AgentError, WorkingDir};
-use serverfs_config::{AgentMode, Config, WorkdirConfig};
+use serverfs_config::{AgentMode, ApprovalPaths, Config, WorkdirConfig};
 use serverfs_fs::{FsError, PathPolicy, RelPath, Resolver, Workdir};
 use serverfs_lease::{LeaseError, LeaseId};
 use serverfs_protocol::bridge::{AgentProfile, BridgeErrorCode};
@@ -57,6 +57,8 @@ pub struct WorkdirPolicy {
     pub legacy_slot: Option<u8>,
     /// The writer lease of the workdir.
     pub lease: LeaseId,
+    /// How its approvals and questions show host paths outside it.
+    pub approval_paths: ApprovalPaths,
     /// SHA-256 of the policy's canonical JSON (part of the manifest).
     pub policy_sha256: String,
     /// Naming rules shared with the file tools: a cwd the file tools would
@@ -166,6 +168,7 @@ impl WorkdirPolicy {
             runtimes,
             legacy_slot: workdir.legacy_slot,
             lease,
+            approval_paths: workdir.approval_paths,
             policy_sha256,
             path_policy,
         })

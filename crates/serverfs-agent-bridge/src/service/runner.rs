@@ -20,10 +20,10 @@ use tokio::time::Instant;
 
 use super::Core;
 use super::error::ServiceResult;
+use super::host::Redactors;
 use super::interaction::Expiry;
 use super::live::{LiveTask, StopReason};
 use super::recovery::provider_liveness;
-use crate::redact::Redactor;
 use crate::store::{StoreError, TaskRecord, Transition, now_millis, transition_allowed};
 use serverfs_agent_runtime::{Adapter, TaskContext, TurnOutcome, TurnStatus};
 
@@ -42,8 +42,8 @@ pub(super) struct RunPlan {
     pub context: TaskContext,
     /// The runtime name.
     pub runtime: String,
-    /// Redacts host paths of this task's workdir.
-    pub redactor: Redactor,
+    /// Redact host paths of this task's workdir.
+    pub redactors: Redactors,
     /// The task deadline.
     pub deadline_at: EpochMillis,
 }
@@ -115,7 +115,7 @@ impl Core {
         let host = Arc::new(super::host::TaskHost::new(
             Arc::clone(self),
             Arc::clone(live),
-            plan.redactor.clone(),
+            plan.redactors.clone(),
         ));
         let adapter = Arc::clone(&plan.adapter);
         // Whether the turn was ever polled: an adapter future does nothing
@@ -239,7 +239,7 @@ impl Core {
                 );
             }
         }
-        let text = plan.redactor.text(&outcome.final_text);
+        let text = plan.redactors.events.text(&outcome.final_text);
         match outcome.status {
             TurnStatus::Completed => self.store_result(task_id, text).await,
             TurnStatus::Failed { code } => {

@@ -36,10 +36,15 @@ pub struct ServiceSettings {
     pub limits: StoreLimits,
     /// Bound of a provider interrupt.
     pub interrupt_bound: Duration,
+    /// The Bridge user's home (`$HOME`, when absolute), which informative
+    /// approvals show as `~` (`approval_paths`, issue 18); `None`: no path
+    /// is shown that way.
+    pub home: Option<PathBuf>,
 }
 
 impl ServiceSettings {
-    /// The settings of `agent`.
+    /// The settings of `agent`, with no home known (see
+    /// [`ServiceSettings::home`]).
     pub fn from_agent(agent: &AgentSettings) -> ServiceSettings {
         let threshold = usize::try_from(agent.result_spool_threshold_bytes).unwrap_or(usize::MAX);
         let defaults = StoreLimits::default();
@@ -56,6 +61,7 @@ impl ServiceSettings {
             retention: Duration::from_secs(agent.retention_seconds),
             limits,
             interrupt_bound: PROVIDER_INTERRUPT_BOUND,
+            home: None,
         }
     }
 

@@ -12,12 +12,12 @@ use serverfs_protocol::bridge::{
 
 use super::Core;
 use super::error::{ServiceResult, lease_error};
+use super::host::Redactors;
 use super::live::LiveTask;
 use super::manifest::{Fingerprint, ManifestInput, build_manifest};
 use super::policy::{Authorized, normalize_cwd};
 use super::runner::RunPlan;
 use super::settings::{MAX_KEY_BYTES, MAX_MODEL_BYTES, MAX_PROMPT_BYTES};
-use crate::redact::Redactor;
 use crate::store::{
     Created, IdempotencyKey, NewTask, TaskRecord, Transition, new_task_id, now_millis,
 };
@@ -202,7 +202,11 @@ impl Core {
         let live = Arc::new(LiveTask::new(task_id.clone(), lease));
         self.live_tasks().insert(task_id.clone(), Arc::clone(&live));
         let plan = RunPlan {
-            redactor: Redactor::new(root_spellings(&authorized)),
+            redactors: Redactors::new(
+                root_spellings(&authorized),
+                authorized.workdir.approval_paths,
+                self.settings.home.clone(),
+            ),
             context: TaskContext {
                 task_id: task_id.clone(),
                 cwd: authorized.cwd.with_task(&task_id),

@@ -988,17 +988,42 @@ fn events_are_bounded_redacted_and_free_of_raw_acp() {
 }
 
 #[test]
+fn approval_paths_decide_how_an_approval_shows_an_outside_path() {
+    // The fake's outside file is `<setup root>/elsewhere.txt`, and the
+    // Bridge's `HOME` is the setup root: informative shows it under `~`.
+    for (approval_paths, outside) in [
+        (None, "~/elsewhere.txt"),
+        (Some(r#""informative""#), "~/elsewhere.txt"),
+        (Some(r#""redacted""#), "<outside-workdir>"),
+    ] {
+        let (bridge, setup) = start_with(Profile::new(), |setup| match approval_paths {
+            Some(value) => setup.server("approval_paths", value),
+            None => setup,
+        });
+        let task = submit(&bridge, "approval");
+        let pending = bridge.wait_pending(&task);
+        assert_eq!(
+            pending["payload"]["file_changes"],
+            json!([{ "path": "created.txt" }, { "path": outside }]),
+            "{approval_paths:?}"
+        );
+        let root = setup.root().to_str().unwrap().to_owned();
+        assert!(!bridge.task(&task).to_string().contains(&root));
+    }
+}
+
+#[test]
 fn no_host_path_reaches_the_client() {
     let (bridge, setup) = start(Profile::new());
     let root = setup.root().to_str().unwrap().to_owned();
     // A permission request whose tool call names the cwd, a file in it
-    // and one outside it.
+    // and one outside it (under the Bridge's home, the setup root: `~`).
     let task = submit(&bridge, "approval");
     let pending = bridge.wait_pending(&task);
     let payload = &pending["payload"];
     assert_eq!(
         payload["file_changes"],
-        json!([{ "path": "created.txt" }, { "path": "<outside-workdir>" }]),
+        json!([{ "path": "created.txt" }, { "path": "~/elsewhere.txt" }]),
         "{payload}"
     );
     assert_eq!(

@@ -819,14 +819,16 @@ fn permission_approvals(transport: Transport) {
             payload["available_decisions"],
             json!(["approve_once", "approve_session", "deny", "cancel_task"])
         );
-        // Listed with host paths redacted; answered with the native value.
+        // Listed with the workdir relative and the system location `/etc`
+        // as it is (`approval_paths` is informative by default); answered
+        // with the native value.
         assert_eq!(
             payload["requested_permissions"],
             json!([
                 {
                     "permission_id": "fileSystem",
                     "kind": "fileSystem",
-                    "details": { "read": [".", "<outside-workdir>"], "write": ["."] },
+                    "details": { "read": [".", "/etc"], "write": ["."] },
                 },
                 { "permission_id": "network", "kind": "network", "details": { "enabled": true } },
             ]),

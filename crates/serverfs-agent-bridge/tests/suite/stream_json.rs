@@ -385,8 +385,9 @@ fn approvals_of_every_category_offer_and_apply_only_session_suggestions(cli: Cli
             assert_eq!(payload["category"], category, "{tool}: {payload}");
             assert_eq!(payload["tool"], tool);
             assert!(payload["tool_input"].is_object(), "{tool}: {payload}");
-            // The fake's path lies outside the workdir: redacted.
-            assert_eq!(payload["blocked_path"], "<outside-workdir>");
+            // The fake's path lies outside the workdir, beside it: its
+            // name only (`approval_paths` is informative by default).
+            assert_eq!(payload["blocked_path"], "<outside-workdir>/…/created.txt");
             match tool {
                 "Bash" => {
                     assert_eq!(payload["command_display"], "echo hi > created.txt");

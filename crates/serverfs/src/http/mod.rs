@@ -133,7 +133,7 @@ pub async fn serve(
         hosts.push(authority);
     }
     let config = config.with_allowed_hosts(hosts);
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
+    let mcp = StreamableHttpService::new(move || Ok(server.for_session()), manager, config);
     if !matches!(authenticator, auth::Authenticator::None) {
         tokio::spawn(sessions::watch_revocations(
             gate.clone(),

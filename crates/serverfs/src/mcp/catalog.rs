@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use serverfs_config::ServerSettings;
 use serverfs_protocol::bridge::{
-    InteractionResolved, ModelCatalog, RuntimeListResult, TaskCancelResult, TaskEventsResult,
-    TaskMessageSendResult, TaskResultChunk, TaskSubmitResult, TaskView,
+    InteractionResolved, ModelCatalog, TaskCancelResult, TaskEventsResult, TaskMessageSendResult,
+    TaskResultChunk, TaskSubmitResult,
 };
 
 use super::ToolOutput;
@@ -29,6 +29,7 @@ use super::agent_params::{
     ListAgentRuntimesParams, ReadAgentTaskEventsParams, ReadAgentTaskResultParams,
     RespondAgentApprovalParams, SendAgentMessageParams, SubmitAgentTaskParams,
 };
+use super::agent_results::{AgentRuntimeList, AgentTaskView};
 use super::error::ToolError;
 use super::params::{
     CreateDirectoryParams, CreateTextFileParams, DeleteParams, DownloadBinaryFileParams,
@@ -290,13 +291,14 @@ tools! {
         description: "Upload a whole file as standard base64. Creates a new file, or with \
             overwrite: true and expected_revision replaces an existing one atomically.",
     },
-    ListAgentRuntimes => "list_agent_runtimes" (ListAgentRuntimesParams) -> RuntimeListResult {
+    ListAgentRuntimes => "list_agent_runtimes" (ListAgentRuntimesParams) -> AgentRuntimeList {
         kind: Agent,
         hints: READ,
-        handler: list_agent_runtimes,
+        handler: list_agent_runtimes [control],
         description: "List the coding-agent runtimes the workdirs allow, with availability, \
-            version and capabilities (live steering, approvals, questions, recovery). \
-            Never starts an agent.",
+            version and capabilities (live steering, approvals, questions, recovery), and \
+            who answers agents' approvals in each workdir (you or your user). Never starts \
+            an agent.",
     },
     ListAgentModels => "list_agent_models" (ListAgentModelsParams) -> ModelCatalog {
         kind: Agent,
@@ -311,17 +313,18 @@ tools! {
         hints: AGENT_SUBMIT,
         handler: AgentService::submit_agent_task,
         description: "Delegate a task to a coding agent in a workdir and return its task_id at \
-            once. Then poll get_agent_task (wait_seconds long-polls): relay a \
-            pending_request to your user and answer it with respond_agent_approval or \
-            answer_agent_question; read the final_response when status is succeeded.",
+            once. Then poll get_agent_task (wait_seconds long-polls). A pending_request is \
+            your user's decision: show it to them and answer with their choice, or let them \
+            answer in their client, as its `answering` says. Read the final_response when \
+            status is succeeded.",
     },
-    GetAgentTask => "get_agent_task" (GetAgentTaskParams) -> TaskView {
+    GetAgentTask => "get_agent_task" (GetAgentTaskParams) -> AgentTaskView {
         kind: Agent,
         hints: READ,
         handler: AgentService::get_agent_task [control],
         description: "A task's status, pending approval or question (with the decisions on \
-            offer), final response and error. wait_seconds (up to 45) waits for the \
-            next change instead of answering at once.",
+            offer, and who answers it), final response and error. wait_seconds (up to \
+            45) waits for the next change instead of answering at once.",
     },
     ReadAgentTaskEvents => "read_agent_task_events"
         (ReadAgentTaskEventsParams) -> TaskEventsResult {
@@ -344,18 +347,21 @@ tools! {
         (RespondAgentApprovalParams) -> InteractionResolved {
         kind: Agent,
         hints: AGENT_DESTRUCTIVE_IDEMPOTENT,
-        handler: AgentService::respond_agent_approval,
+        handler: AgentService::respond_agent_approval [control],
         description: "Answer a task's pending approval with one of its available_decisions, as \
-            your user decided: approve_once, approve_session, deny or cancel_task. When \
-            the request lists options, also pass the option_id your user chose.",
+            your user decided (never on your own): approve_once, approve_session, deny or \
+            cancel_task. When the request lists options, also pass the option_id your user \
+            chose. Refused with APPROVAL_REQUIRES_HUMAN where your user answers in their \
+            client.",
     },
     AnswerAgentQuestion => "answer_agent_question"
         (AnswerAgentQuestionParams) -> InteractionResolved {
         kind: Agent,
         hints: AGENT_IDEMPOTENT,
-        handler: AgentService::answer_agent_question,
-        description: "Answer a task's pending question: one answer per question, with \
-            selected_option_ids and/or text as the question allows.",
+        handler: AgentService::answer_agent_question [control],
+        description: "Answer a task's pending question with your user's answers: one per \
+            question, with selected_option_ids and/or text as the question allows. Refused \
+            with APPROVAL_REQUIRES_HUMAN where your user answers in their client.",
     },
     SendAgentMessage => "send_agent_message" (SendAgentMessageParams) -> TaskMessageSendResult {
         kind: Agent,
@@ -388,8 +394,9 @@ async fn list_agent_runtimes(
     agent: &AgentService,
     _: ListAgentRuntimesParams,
     audit: &AuditRecord,
-) -> Result<RuntimeListResult, ToolError> {
-    agent.list_agent_runtimes(audit).await
+    call: &CallControl,
+) -> Result<AgentRuntimeList, ToolError> {
+    agent.list_agent_runtimes(audit, call).await
 }
 
 /// The published default page size of `list_directory`.
@@ -490,7 +497,15 @@ where
     F: FnOnce(P) -> Fut,
     Fut: Future<Output = Result<O, ToolError>>,
 {
-    let params = serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))?;
-    handler(params).await?.into_tool_result(text)
+    handler(decode(arguments)?).await?.into_tool_result(text)
+}
+
+/// A tool's `arguments` decoded as its parameter type `P`.
+///
+/// # Errors
+///
+/// `INVALID_ARGUMENT` naming what does not fit.
+pub(super) fn decode<P: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<P, ToolError> {
+    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| ToolError::invalid_argument(format!("invalid arguments: {e}")))
 }

@@ -123,6 +123,17 @@ impl ToolError {
         }
     }
 
+    /// The parts of the error as a JSON-RPC error carries it (the resource,
+    /// the Tasks extension's methods): the message `CODE: message` and the
+    /// data `{"error": {"code", "message"}}`.
+    pub fn into_parts(self) -> (String, serde_json::Value) {
+        let code = self.code.as_str();
+        (
+            format!("{code}: {}", self.message),
+            json!({ "error": { "code": code, "message": self.message } }),
+        )
+    }
+
     /// The wire form of the error.
     pub fn into_call_tool_result(self) -> CallToolResult {
         let code = self.code.as_str();

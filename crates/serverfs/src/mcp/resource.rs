@@ -4,7 +4,6 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents, ResourceTemplate};
-use serde_json::json;
 use serverfs_protocol::ErrorCode;
 
 use super::error::{ToolCode, ToolError};
@@ -104,9 +103,10 @@ fn parse_uri(uri: &str) -> Result<(String, String), ToolError> {
 }
 
 fn to_error_data(error: ToolError) -> ErrorData {
-    let text = format!("{}: {}", error.code.as_str(), error.message);
-    let data = Some(json!({ "error": { "code": error.code.as_str(), "message": error.message } }));
-    match error.code {
+    let code = error.code;
+    let (text, data) = error.into_parts();
+    let data = Some(data);
+    match code {
         ToolCode::File(ErrorCode::PathNotFound | ErrorCode::WorkdirNotFound) => {
             ErrorData::resource_not_found(text, data)
         }

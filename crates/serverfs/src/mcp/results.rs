@@ -7,8 +7,10 @@ use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serverfs_config::ApprovalPolicy;
 
 use super::text::{Body, ModelText, shown_path};
+use crate::service::Answerer;
 
 /// Result of `list_workdirs`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -32,6 +34,11 @@ pub struct WorkdirInfo {
     pub agent_mode: AgentModeName,
     /// Agent runtimes allowed here, sorted.
     pub agent_runtimes: Vec<String>,
+    /// Who answers an agent's approvals and questions here: `model` (you,
+    /// with your user's decision), `human` (only your user, in their
+    /// client) or `human-preferred` (your user when the client can reach
+    /// them).
+    pub approvals: ApprovalsName,
 }
 
 /// Access level of a workdir.
@@ -57,6 +64,50 @@ pub enum AgentModeName {
     /// Agents may write inside the workdir.
     #[serde(rename = "workspace-write")]
     WorkspaceWrite,
+}
+
+/// A workdir's `approvals` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub enum ApprovalsName {
+    /// The model answers with the tools, relaying its user's decision.
+    #[serde(rename = "model")]
+    Model,
+    /// Only the client's human answers, in the client.
+    #[serde(rename = "human")]
+    Human,
+    /// The human when the client can reach them, else the model.
+    #[serde(rename = "human-preferred")]
+    HumanPreferred,
+}
+
+impl From<ApprovalPolicy> for ApprovalsName {
+    fn from(policy: ApprovalPolicy) -> ApprovalsName {
+        match policy {
+            ApprovalPolicy::Model => ApprovalsName::Model,
+            ApprovalPolicy::Human => ApprovalsName::Human,
+            ApprovalPolicy::HumanPreferred => ApprovalsName::HumanPreferred,
+        }
+    }
+}
+
+/// Who answers a pending approval or question, for the calling client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    /// You, the model, with exactly the decision your user made
+    /// (`respond_agent_approval`, `answer_agent_question`).
+    Model,
+    /// Your user, in their client; the answering tools refuse.
+    User,
+}
+
+impl From<Answerer> for AnsweredBy {
+    fn from(answerer: Answerer) -> AnsweredBy {
+        match answerer {
+            Answerer::Model => AnsweredBy::Model,
+            Answerer::Human => AnsweredBy::User,
+        }
+    }
 }
 
 /// Kind of a filesystem object.

@@ -18,24 +18,31 @@
 //!   later than the wait, however slow the Bridge.
 //! * A Bridge that cannot be reached is `AGENT_BRIDGE_UNAVAILABLE` within
 //!   the configured timeout, never a hang.
+//! * Who answers a pending approval or question is the workdir's
+//!   `approvals` policy (issue 18): the answering tools refuse with
+//!   `APPROVAL_REQUIRES_HUMAN` where the client's human decides, whose
+//!   answer (an elicitation form, `tasks/update`) arrives through
+//!   [`AgentService::apply_human_answer`] and the same Bridge calls.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serverfs_config::{AgentMode, AgentRuntime, AgentSettings};
+use serverfs_config::{AgentMode, AgentRuntime, AgentSettings, ApprovalPolicy};
 use serverfs_fs::{EntryKind, FsError};
 use serverfs_protocol::ErrorCode;
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use serverfs_protocol::bridge::{
-    AgentProfile, BridgeCall, BridgeErrorCode, InteractionResolved, ModelCatalog, ResultStorage,
-    RuntimeListParams, RuntimeListResult, RuntimeModelsParams, TaskApprovalRespondParams,
-    TaskCancelParams, TaskCancelResult, TaskEventsParams, TaskEventsResult, TaskGetParams,
-    TaskMessageSendParams, TaskMessageSendResult, TaskQuestionAnswerParams, TaskResultChunk,
-    TaskResultReadParams, TaskSubmitParams, TaskSubmitResult, TaskView,
+    AgentProfile, BridgeCall, BridgeErrorCode, InteractionKind, InteractionResolved, ModelCatalog,
+    QuestionAnswer, ResultStorage, RuntimeListParams, RuntimeListResult, RuntimeModelsParams,
+    TaskApprovalRespondParams, TaskCancelParams, TaskCancelResult, TaskEventsParams,
+    TaskEventsResult, TaskGetParams, TaskMessageSendParams, TaskMessageSendResult,
+    TaskQuestionAnswerParams, TaskResultChunk, TaskResultReadParams, TaskSubmitParams,
+    TaskSubmitResult, TaskView,
 };
 use tokio::time::Instant;
 
+use super::approvals::{Answerer, HumanAnswer, HumanReach, requires_human};
 use super::call::{CallControl, OnCancel, Progress};
 use super::files::run_blocking;
 use super::registry::{WorkdirHandle, WorkdirRegistry};
@@ -45,6 +52,7 @@ use crate::mcp::agent_params::{
     MAX_WAIT_SECONDS, ProfileParam, ReadAgentTaskEventsParams, ReadAgentTaskResultParams,
     RespondAgentApprovalParams, SendAgentMessageParams, SubmitAgentTaskParams,
 };
+use crate::mcp::agent_results::{AgentRuntimeList, AgentTaskView, Answering, WorkdirApprovals};
 use crate::mcp::error::ToolError;
 
 /// How often a long-poll looks at the task again.
@@ -69,6 +77,8 @@ enum TaskUse {
 pub struct AgentService {
     workdirs: WorkdirRegistry,
     client: Arc<BridgeClient>,
+    /// How long the Bridge keeps a finished task (`retention_hours`).
+    retention: Duration,
 }
 
 fn bridge_error(code: BridgeErrorCode, message: &str) -> ToolError {
@@ -88,6 +98,7 @@ impl AgentService {
         AgentService {
             workdirs,
             client: Arc::new(BridgeClient::new(agent.bridge_socket.clone(), options)),
+            retention: Duration::from_secs(agent.retention_seconds),
         }
     }
 
@@ -110,22 +121,35 @@ impl AgentService {
     }
 
     /// `list_agent_runtimes`: the Bridge's runtimes that some workdir
-    /// allows; no Bridge call when none is allowed.
+    /// allows (no Bridge call when none is allowed), and who answers
+    /// approvals in each agent-enabled workdir for this client.
     pub async fn list_agent_runtimes(
         &self,
         _audit: &AuditRecord,
-    ) -> Result<RuntimeListResult, ToolError> {
+        call: &CallControl,
+    ) -> Result<AgentRuntimeList, ToolError> {
+        let approvals = self
+            .workdirs
+            .iter()
+            .filter(|w| w.config.agent_mode.is_enabled())
+            .map(|w| WorkdirApprovals {
+                workdir: w.config.alias.as_str().to_owned(),
+                approvals: w.config.approvals.into(),
+                answered_by: Answerer::of(w.config.approvals, call.reach()).into(),
+            })
+            .collect();
         let allowed = self.allowlisted_runtimes();
-        if allowed.is_empty() {
-            return Ok(RuntimeListResult {
+        let mut listed = if allowed.is_empty() {
+            RuntimeListResult {
                 runtimes: Vec::new(),
-            });
-        }
-        let mut listed = self.call(RuntimeListParams {}).await?;
+            }
+        } else {
+            self.call(RuntimeListParams {}).await?
+        };
         listed
             .runtimes
             .retain(|runtime| allowed.contains(&runtime.name));
-        Ok(listed)
+        Ok(AgentRuntimeList { listed, approvals })
     }
 
     /// `list_agent_models`; with any advice argument, the submit checks run
@@ -297,6 +321,17 @@ impl AgentService {
         params: GetAgentTaskParams,
         audit: &AuditRecord,
         call: &CallControl,
+    ) -> Result<AgentTaskView, ToolError> {
+        let task = self.wait_for_task(params, audit, call).await?;
+        Ok(self.with_answering(task, call.reach()))
+    }
+
+    /// The task of `get_agent_task`, after its wait.
+    async fn wait_for_task(
+        &self,
+        params: GetAgentTaskParams,
+        audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<TaskView, ToolError> {
         let deadline = wait_deadline(params.wait_seconds)?;
         let first = self
@@ -457,53 +492,213 @@ impl AgentService {
         Ok(chunk)
     }
 
-    /// `respond_agent_approval`.
+    /// `respond_agent_approval`: the model's answer, where the workdir
+    /// lets the model decide.
     pub async fn respond_agent_approval(
         &self,
         params: RespondAgentApprovalParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<InteractionResolved, ToolError> {
-        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+        let task = self
+            .authorized_task(&params.task_id, TaskUse::Drive, audit)
             .await?;
         audit.set(|a| a.decision = Some(params.decision.as_str()));
-        self.call(TaskApprovalRespondParams {
-            task_id: params.task_id,
-            request_id: params.request_id,
-            decision: params.decision.as_str().to_owned(),
-            granted_permission_ids: params.granted_permission_ids,
-            option_id: params.option_id,
-        })
+        self.check_model_may_answer(&task, call.reach(), audit)?;
+        self.respond(
+            params.task_id,
+            params.request_id,
+            params.decision.as_str(),
+            params.granted_permission_ids,
+            params.option_id,
+        )
         .await
     }
 
-    /// `answer_agent_question`.
+    /// `answer_agent_question`: the model's answer, where the workdir
+    /// lets the model decide.
     pub async fn answer_agent_question(
         &self,
         params: AnswerAgentQuestionParams,
         audit: &AuditRecord,
+        call: &CallControl,
     ) -> Result<InteractionResolved, ToolError> {
-        self.authorized_task(&params.task_id, TaskUse::Drive, audit)
+        let task = self
+            .authorized_task(&params.task_id, TaskUse::Drive, audit)
             .await?;
+        self.check_model_may_answer(&task, call.reach(), audit)?;
         let answers = params
             .answers
             .into_iter()
-            .map(|answer| {
-                let mut value = serde_json::json!({
-                    "question_id": answer.question_id,
-                    "selected_option_ids": answer.selected_option_ids,
-                });
-                if let Some(text) = answer.text {
-                    value["text"] = serde_json::Value::String(text);
-                }
-                value
+            .map(|answer| QuestionAnswer {
+                question_id: answer.question_id,
+                selected_option_ids: answer.selected_option_ids,
+                text: answer.text,
             })
             .collect();
+        self.answer(params.task_id, params.request_id, answers)
+            .await
+    }
+
+    /// `task.approval.respond`, for the model and the human alike.
+    async fn respond(
+        &self,
+        task_id: String,
+        request_id: String,
+        decision: &str,
+        granted_permission_ids: Option<Vec<String>>,
+        option_id: Option<String>,
+    ) -> Result<InteractionResolved, ToolError> {
+        self.call(TaskApprovalRespondParams {
+            task_id,
+            request_id,
+            decision: decision.to_owned(),
+            granted_permission_ids,
+            option_id,
+        })
+        .await
+    }
+
+    /// `task.question.answer`, for the model and the human alike.
+    async fn answer(
+        &self,
+        task_id: String,
+        request_id: String,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<InteractionResolved, ToolError> {
+        let answers = answers
+            .into_iter()
+            .map(|answer| {
+                serde_json::to_value(answer)
+                    .map_err(|e| ToolError::internal(format!("an answer did not encode: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         self.call(TaskQuestionAnswerParams {
-            task_id: params.task_id,
-            request_id: params.request_id,
+            task_id,
+            request_id,
             answers,
         })
         .await
+    }
+
+    /// Refuses the model's answer on a workdir where the client's human
+    /// decides ([`Answerer::of`]).
+    fn check_model_may_answer(
+        &self,
+        task: &TaskView,
+        reach: HumanReach,
+        audit: &AuditRecord,
+    ) -> Result<(), ToolError> {
+        audit.set(|a| a.answered_by = Some("model"));
+        match Answerer::of(self.approvals_of(&task.workdir_alias), reach) {
+            Answerer::Model => Ok(()),
+            Answerer::Human => Err(requires_human(&task.workdir_alias, reach.tasks)),
+        }
+    }
+
+    /// How long after its creation `task` may be forgotten, in
+    /// milliseconds: its deadline, then the Bridge's retention.
+    pub fn task_lifetime_ms(&self, task: &TaskView) -> u64 {
+        let run = u64::try_from(task.deadline_at.saturating_sub(task.created_at)).unwrap_or(0);
+        let kept = u64::try_from(self.retention.as_millis()).unwrap_or(u64::MAX);
+        run.saturating_add(kept)
+    }
+
+    /// The `approvals` policy of the workdir `alias` (a task's workdir,
+    /// configured: the re-check has just looked it up).
+    pub fn approvals_of(&self, alias: &str) -> ApprovalPolicy {
+        self.workdirs
+            .get(alias)
+            .map_or(ApprovalPolicy::Human, |w| w.config.approvals)
+    }
+
+    /// The task for the client's human (a form's source, `tasks/get`):
+    /// read and re-checked as `get_agent_task` does, without waiting, with
+    /// who answers a pending request for a client with `reach`.
+    pub async fn task_for_human(
+        &self,
+        task_id: &str,
+        reach: HumanReach,
+        audit: &AuditRecord,
+    ) -> Result<AgentTaskView, ToolError> {
+        let task = self.authorized_task(task_id, TaskUse::Drive, audit).await?;
+        Ok(self.with_answering(task, reach))
+    }
+
+    /// Applies the human's answer to the pending request `request_id` of
+    /// `task` (read with [`AgentService::task_for_human`]) through the
+    /// Bridge calls of the answering tools: one winner, and a stale or late
+    /// answer refused with their codes. Whatever the workdir's policy: the
+    /// human may always decide.
+    pub async fn apply_human_answer(
+        &self,
+        task: &TaskView,
+        request_id: &str,
+        answer: HumanAnswer,
+        audit: &AuditRecord,
+    ) -> Result<(), ToolError> {
+        audit.set(|a| a.answered_by = Some("human"));
+        let task_id = task.task_id.clone();
+        let request_id = request_id.to_owned();
+        match answer {
+            HumanAnswer::Approval {
+                decision,
+                option_id,
+                granted_permission_ids,
+            } => {
+                audit.set(|a| a.decision = Some(decision.as_str()));
+                self.respond(
+                    task_id,
+                    request_id,
+                    decision.as_str(),
+                    granted_permission_ids,
+                    option_id,
+                )
+                .await
+                .map(drop)
+            }
+            HumanAnswer::Question { answers } => {
+                self.answer(task_id, request_id, answers).await.map(drop)
+            }
+            HumanAnswer::CancelTask => {
+                audit.set(|a| a.decision = Some("cancel_task"));
+                let cancelled = self.call(TaskCancelParams { task_id }).await?;
+                audit.set(|a| a.status = Some(cancelled.status.as_str()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Why an answer to `request_id`, which is not `task_id`'s pending
+    /// request (any more), is refused: the Bridge's own code for it
+    /// (`REQUEST_ALREADY_RESOLVED`, `REQUEST_STALE`, `REQUEST_NOT_FOUND`).
+    ///
+    /// Asked with a decision no request accepts: the Bridge checks the
+    /// request's state before the decision (spec-agent-bridge.md §4.5,
+    /// steps 2–7), so nothing is ever applied, and a request that did
+    /// become pending meanwhile answers `INVALID_APPROVAL_DECISION`.
+    pub async fn refusal_of_unpresented(&self, task_id: &str, request_id: &str) -> ToolError {
+        match self
+            .respond(task_id.to_owned(), request_id.to_owned(), "", None, None)
+            .await
+        {
+            Err(refusal) => refusal,
+            Ok(_) => ToolError::internal("the Bridge accepted an answer without a decision"),
+        }
+    }
+
+    /// `task` with who answers its pending request, if any.
+    fn with_answering(&self, task: TaskView, reach: HumanReach) -> AgentTaskView {
+        let answering = task.pending_request.as_ref().map(|pending| {
+            let policy = self.approvals_of(&task.workdir_alias);
+            let by = Answerer::of(policy, reach);
+            Answering {
+                approvals: policy.into(),
+                by: by.into(),
+                instructions: answering_instructions(pending.kind(), by, reach),
+            }
+        });
+        AgentTaskView { task, answering }
     }
 
     /// `send_agent_message`.
@@ -536,6 +731,45 @@ impl AgentService {
             .await?;
         audit.set(|a| a.status = Some(cancelled.status.as_str()));
         Ok(cancelled)
+    }
+}
+
+/// What the model is told about a pending request (issue 18, item 4): the
+/// decision is its user's, shown as it is, and answered only with the
+/// user's choice — or made by the user in their client.
+fn answering_instructions(kind: InteractionKind, by: Answerer, reach: HumanReach) -> String {
+    let (what, tool, choices) = match kind {
+        InteractionKind::Approval => (
+            "approval",
+            "respond_agent_approval",
+            "what the agent wants to do (the command or files), where, why, and the \
+             decisions or options on offer",
+        ),
+        InteractionKind::Question => (
+            "question",
+            "answer_agent_question",
+            "each question and its options",
+        ),
+    };
+    match by {
+        Answerer::Model => format!(
+            "This {what} is your user's decision, not yours: show them the pending_request \
+             ({choices}), then call {tool} with exactly what they chose. Never decide it \
+             yourself."
+        ),
+        Answerer::Human if reach.any() => format!(
+            "This {what} is your user's decision and they make it in their client (a form \
+             ServerFS sent, or the task's input request); {tool} refuses with \
+             APPROVAL_REQUIRES_HUMAN. Tell your user it is waiting there, then poll \
+             get_agent_task."
+        ),
+        Answerer::Human => format!(
+            "This {what} is your user's decision and the operator requires them to make it \
+             in an MCP client that shows elicitation forms or speaks the Tasks extension, \
+             which this client does not; {tool} refuses with APPROVAL_REQUIRES_HUMAN. Tell \
+             your user: they can answer it from such a client, or cancel the task with \
+             cancel_agent_task; unanswered, it lapses and the task is interrupted."
+        ),
     }
 }
 

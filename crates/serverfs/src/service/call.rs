@@ -1,7 +1,8 @@
-//! What a long tool call hears from its client and tells it back: a
+//! What a tool call hears from its client and tells it back: a
 //! cancellation (`notifications/cancelled`) and progress
 //! (`notifications/progress`, only when the request carried a
-//! `progressToken`).
+//! `progressToken`), and whether the client can reach its human (for the
+//! agent tools' approvals, [`HumanReach`]).
 //!
 //! The services know nothing of MCP: the MCP layer builds a [`CallControl`]
 //! from the request and hands it to the few calls that can take long —
@@ -21,6 +22,7 @@ use serverfs_fs::Control;
 use serverfs_protocol::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
+use super::approvals::HumanReach;
 use crate::mcp::error::ToolError;
 
 /// How often a watched call's progress is sampled (and so the most often
@@ -47,6 +49,7 @@ pub type ProgressSink =
 pub struct CallControl {
     cancelled: CancellationToken,
     progress: Option<ProgressSink>,
+    reach: HumanReach,
 }
 
 impl std::fmt::Debug for CallControl {
@@ -54,6 +57,7 @@ impl std::fmt::Debug for CallControl {
         f.debug_struct("CallControl")
             .field("cancelled", &self.cancelled.is_cancelled())
             .field("progress", &self.progress.is_some())
+            .field("reach", &self.reach)
             .finish()
     }
 }
@@ -81,7 +85,19 @@ impl CallControl {
         CallControl {
             cancelled,
             progress,
+            reach: HumanReach::default(),
         }
+    }
+
+    /// This call from a client that can reach its human as `reach` says.
+    #[must_use]
+    pub fn with_reach(self, reach: HumanReach) -> CallControl {
+        CallControl { reach, ..self }
+    }
+
+    /// How the calling client can reach its human.
+    pub fn reach(&self) -> HumanReach {
+        self.reach
     }
 
     /// Runs `work` to its end, doing `on_cancel` if the client cancels,

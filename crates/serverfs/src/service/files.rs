@@ -78,6 +78,7 @@ impl FileService {
                         .iter()
                         .map(|r| r.as_str().to_owned())
                         .collect(),
+                    approvals: c.approvals.into(),
                 }
             })
             .collect();

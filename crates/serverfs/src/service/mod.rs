@@ -1,6 +1,7 @@
 //! Services between the MCP surface and the filesystem kernel.
 
 mod agent;
+mod approvals;
 mod binary;
 mod call;
 mod files;
@@ -10,6 +11,7 @@ mod registry;
 mod search;
 
 pub use agent::AgentService;
+pub use approvals::{Answerer, HumanAnswer, HumanReach};
 pub use binary::Download;
 pub use call::{CallControl, Progress, ProgressSink};
 pub use files::FileService;

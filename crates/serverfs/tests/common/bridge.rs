@@ -18,6 +18,7 @@ use serverfs_testkit::bridge::{Setup, Workdir};
 pub use serverfs_testkit::bridge::Daemon as Bridge;
 
 use super::Server;
+use super::human::Human;
 
 /// Builds an [`AgentEnv`]: the `demo` workdir (`<tmp>/work`, writable,
 /// `workspace-write` with the `fake` runtime) plus whatever is added.
@@ -137,10 +138,21 @@ impl AgentEnv {
         self.setup.lock_dir()
     }
 
+    /// The configuration file both processes read (written anew).
+    pub fn config(&self) -> PathBuf {
+        self.setup.write_config()
+    }
+
     /// `serverfs serve --config <file>` over stdio, with an MCP client.
     pub async fn start_server(&self) -> Server {
+        self.start_server_as(Human::default()).await
+    }
+
+    /// [`AgentEnv::start_server`] with a client declaring what `human`
+    /// says (the Tasks extension, form elicitation).
+    pub async fn start_server_as(&self, human: Human) -> Server {
         let config = self.setup.write_config();
-        Server::start(&["--config", config.to_str().expect("UTF-8")], &[]).await
+        Server::start_as(human, &["--config", config.to_str().expect("UTF-8")], &[]).await
     }
 
     /// Starts `serverfs-agent-bridge serve --config <file>` and waits until

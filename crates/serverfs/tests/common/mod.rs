@@ -4,6 +4,7 @@ pub mod agent;
 pub mod bridge;
 pub mod e2e;
 pub mod http;
+pub mod human;
 pub mod surface;
 
 use std::process::Stdio;
@@ -11,11 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, JsonObject, ProgressNotificationParam, Tool,
+    CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
+    JsonObject, ProgressNotificationParam, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -30,25 +32,41 @@ pub fn binary() -> &'static str {
 /// A running `serverfs serve` with an MCP client attached. The child is
 /// killed when this is dropped.
 pub struct Server {
-    client: RunningService<RoleClient, ProgressLog>,
-    progress: ProgressLog,
+    client: RunningService<RoleClient, TestClient>,
+    handler: TestClient,
     pid: u32,
     stderr: Arc<Mutex<Vec<String>>>,
     tools: Vec<Tool>,
 }
 
 /// The client's handler: keeps every `notifications/progress` it receives
-/// (rmcp's client puts a `progressToken` on every request).
+/// (rmcp's client puts a `progressToken` on every request) and, as a
+/// [`human::Human`], declares what the tests ask for and answers forms.
 #[derive(Clone, Default)]
-pub struct ProgressLog(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+pub struct TestClient {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    human: human::Human,
+}
 
-impl ClientHandler for ProgressLog {
+impl ClientHandler for TestClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.0.lock().unwrap().push(params);
+        self.progress.lock().unwrap().push(params);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.human.elicited(request).await
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.human.client_config()
     }
 }
 
@@ -56,6 +74,12 @@ impl Server {
     /// Starts `serverfs serve <args>` with extra environment variables (the
     /// child inherits nothing that could configure workdirs by accident).
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_as(human::Human::default(), args, env).await
+    }
+
+    /// [`Server::start`] with a client that declares and answers as
+    /// `human` says.
+    pub async fn start_as(human: human::Human, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut command = tokio::process::Command::new(binary());
         command.arg("serve").args(args).env_clear();
         command.env("PATH", std::env::var("PATH").unwrap_or_default());
@@ -80,8 +104,11 @@ impl Server {
                 }
             });
         }
-        let progress = ProgressLog::default();
-        let client = tokio::time::timeout(TIMEOUT, progress.clone().serve(transport))
+        let handler = TestClient {
+            progress: Arc::default(),
+            human,
+        };
+        let client = tokio::time::timeout(TIMEOUT, handler.clone().serve(transport))
             .await
             .expect("initialize timed out")
             .expect("initialize failed");
@@ -91,7 +118,7 @@ impl Server {
             .expect("tools/list failed");
         Server {
             client,
-            progress,
+            handler,
             pid,
             stderr: lines,
             tools,
@@ -105,18 +132,23 @@ impl Server {
     }
 
     /// The client, for calls the helpers below do not cover.
-    pub fn client(&self) -> &RunningService<RoleClient, ProgressLog> {
+    pub fn client(&self) -> &RunningService<RoleClient, TestClient> {
         &self.client
+    }
+
+    /// The client's human: the forms it was sent.
+    pub fn human(&self) -> &human::Human {
+        &self.handler.human
     }
 
     /// The progress notifications received so far, in order.
     pub fn progress(&self) -> Vec<ProgressNotificationParam> {
-        self.progress.0.lock().unwrap().clone()
+        self.handler.progress.lock().unwrap().clone()
     }
 
     /// Forgets the progress notifications received so far.
     pub fn clear_progress(&self) {
-        self.progress.0.lock().unwrap().clear();
+        self.handler.progress.lock().unwrap().clear();
     }
 
     /// What the server process's open descriptors point at, sorted.

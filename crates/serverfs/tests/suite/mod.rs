@@ -14,6 +14,7 @@ mod hardlinks;
 mod hostile_paths;
 mod http;
 mod http_limits;
+mod human_loop;
 mod lease;
 mod logging;
 mod model_text;

@@ -19,9 +19,9 @@ async fn list_workdirs_reports_policy_without_host_paths() {
         result,
         json!({"workdirs": [
             {"alias": "docs", "description": null, "access": "read-only", "binary_transfer": false,
-             "agent_mode": "disabled", "agent_runtimes": []},
+             "agent_mode": "disabled", "agent_runtimes": [], "approvals": "model"},
             {"alias": "work", "description": null, "access": "read-write", "binary_transfer": false,
-             "agent_mode": "disabled", "agent_runtimes": []},
+             "agent_mode": "disabled", "agent_runtimes": [], "approvals": "model"},
         ]})
     );
     assert!(!result.to_string().contains(&a.root().display().to_string()));
