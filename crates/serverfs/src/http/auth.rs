@@ -36,9 +36,17 @@ pub struct TokenHash(pub String);
 #[derive(Debug, Clone)]
 pub struct GrantedScopes(pub Scopes);
 
-/// The tool a `tools/call` request names (set by the body intake).
+/// What a request acts on, for its scope check (set by the body intake).
 #[derive(Debug, Clone)]
-pub struct CalledTool(pub String);
+pub enum ScopedCall {
+    /// A `tools/call` of the named tool.
+    Tool(String),
+    /// A request of the Tasks extension (`tasks/get`, `tasks/update`,
+    /// `tasks/cancel`, …, named here): every task is an agent task, which
+    /// these requests read, answer for the human or cancel as the agent
+    /// tools do.
+    AgentTask(String),
+}
 
 /// How requests to `/mcp` are authenticated.
 #[derive(Clone)]
@@ -178,36 +186,39 @@ fn unauthorized(reason: &'static str) -> Response<Body> {
     response
 }
 
-/// Refuses a `tools/call` of a tool outside the token's scopes with the
-/// spec's step-up answer (`403 insufficient_scope`). Requests without
-/// scopes (no authentication) pass; `tools/list` and every other method
-/// need no scope.
+/// Refuses a `tools/call` of a tool outside the token's scopes, or a Tasks
+/// request without the `agent` scope, with the spec's step-up answer
+/// (`403 insufficient_scope`). Requests without scopes (no authentication)
+/// pass; `tools/list` and every other method need no scope.
 pub async fn require_scope(
     State(oauth): State<Option<Arc<OAuthServer>>>,
     request: AxumRequest,
     next: Next,
 ) -> Response<Body> {
-    let (Some(granted), Some(called)) = (
+    let (Some(granted), Some(call)) = (
         request.extensions().get::<GrantedScopes>(),
-        request.extensions().get::<CalledTool>(),
+        request.extensions().get::<ScopedCall>(),
     ) else {
         return next.run(request).await;
     };
-    // An unknown tool needs no scope: rmcp answers it as unknown.
-    let Some(tool) = ToolName::from_wire(&called.0) else {
-        return next.run(request).await;
+    let (needed, name) = match call {
+        ScopedCall::Tool(called) => match ToolName::from_wire(called) {
+            Some(tool) => (Scope::required_by(tool), tool.as_str()),
+            // An unknown tool needs no scope: rmcp answers it as unknown.
+            None => return next.run(request).await,
+        },
+        ScopedCall::AgentTask(method) => (Scope::Agent, method.as_str()),
     };
-    let needed = Scope::required_by(tool);
     if granted.0.contains(needed) {
         return next.run(request).await;
     }
     tracing::info!(
         event = "insufficient_scope",
-        tool = tool.as_str(),
+        tool = name,
         needed = needed.as_str()
     );
     match oauth {
-        Some(server) => server.insufficient_scope(&granted.0, needed, tool.as_str()),
+        Some(server) => server.insufficient_scope(&granted.0, needed, name),
         None => (StatusCode::FORBIDDEN, "insufficient scope\n").into_response(),
     }
 }

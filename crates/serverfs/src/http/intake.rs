@@ -20,7 +20,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use super::auth::CalledTool;
+use super::auth::ScopedCall;
 use crate::jsonrpc::{self, Intake, Rejection};
 
 /// Refuses a request whose `Host` header is missing, repeated or not a
@@ -123,8 +123,8 @@ pub async fn read_message(
     if is_json(&parts.headers) {
         match jsonrpc::decode(&bytes) {
             Intake::Message(message) => {
-                if let Some(tool) = called_tool(&message) {
-                    parts.extensions.insert(CalledTool(tool));
+                if let Some(call) = scoped_call(&message) {
+                    parts.extensions.insert(call);
                 }
             }
             Intake::Reject(rejection) | Intake::BrokenNotification(rejection) => {
@@ -137,14 +137,21 @@ pub async fn read_message(
 }
 
 /// The tool a `tools/call` request names, for the scope check.
-fn called_tool(message: &rmcp::model::ClientJsonRpcMessage) -> Option<String> {
+fn scoped_call(message: &rmcp::model::ClientJsonRpcMessage) -> Option<ScopedCall> {
     use rmcp::model::{ClientRequest, JsonRpcMessage};
-    match message {
-        JsonRpcMessage::Request(request) => match &request.request {
-            ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
-            _ => None,
-        },
-        _ => None,
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    match &request.request {
+        ClientRequest::CallToolRequest(call) => {
+            Some(ScopedCall::Tool(call.params.name.to_string()))
+        }
+        // By name, not by the typed variants: a request whose params rmcp
+        // cannot type still names a task method and is checked the same.
+        other => other
+            .method()
+            .starts_with("tasks/")
+            .then(|| ScopedCall::AgentTask(other.method().to_owned())),
     }
 }
 

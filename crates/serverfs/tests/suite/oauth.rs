@@ -718,6 +718,34 @@ async fn a_write_tool_with_a_read_only_token_is_refused_with_insufficient_scope(
     let list = mcp_post(&s.server.url, &grant.access, "tools/list", None, json!({})).await;
     let text = list.text().await.unwrap();
     assert!(text.contains("create_text_file"), "{text}");
+    // The Tasks extension's requests act on agent tasks: they need the
+    // agent scope, as the agent tools do, whatever the task id.
+    for (method, params) in [
+        (
+            "tasks/get",
+            json!({"taskId": "agt_000000000000000000000000"}),
+        ),
+        (
+            "tasks/cancel",
+            json!({"taskId": "agt_000000000000000000000000"}),
+        ),
+        (
+            "tasks/update",
+            json!({"taskId": "agt_000000000000000000000000", "inputResponses": {}}),
+        ),
+        ("tasks/update", json!({"unexpected": true})),
+    ] {
+        let refused = mcp_post(&s.server.url, &grant.access, method, None, params).await;
+        assert_eq!(refused.status(), 403, "{method}");
+        let body: Value = refused.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "INSUFFICIENT_SCOPE: {method} needs the agent scope"
+            )),
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test]
