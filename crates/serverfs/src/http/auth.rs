@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tower::ServiceExt;
 
+use super::intake::refused_before_body;
 use crate::mcp::ToolName;
 use crate::oauth::OAuthServer;
 use crate::oauth::error::Refusal;
@@ -147,7 +148,7 @@ where
                     extensions.insert(GrantedScopes(principal.scopes));
                 }
                 Ok(None) => {}
-                Err(refusal) => return Ok(refusal),
+                Err(refusal) => return Ok(refused_before_body(request.headers(), refusal)),
             }
             let response = inner.oneshot(request).await?;
             Ok(response.into_response())

@@ -28,9 +28,29 @@ use crate::jsonrpc::{self, Intake, Rejection};
 pub async fn check_host(request: Request, next: Next) -> Response {
     if !has_one_plain_host(request.headers()) {
         tracing::info!(event = "http_refused", reason = "invalid Host header");
-        return (StatusCode::BAD_REQUEST, "invalid Host header\n").into_response();
+        let refusal = (StatusCode::BAD_REQUEST, "invalid Host header\n").into_response();
+        return refused_before_body(request.headers(), refusal);
     }
     next.run(request).await
+}
+
+/// `refusal`, for a request refused before its body was read, marked so
+/// that the client does not reuse the connection. hyper closes a
+/// connection whose request body was left unread once the response is
+/// out, without saying so: a client that sent the body a little after the
+/// head (as most do) and then reused the connection for its next request
+/// (as an OAuth client does after a 401) found it closed under it.
+pub fn refused_before_body(request: &HeaderMap, mut refusal: Response) -> Response {
+    let declares_body = request.contains_key(header::TRANSFER_ENCODING)
+        || request
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|length| length.as_bytes() != b"0");
+    if declares_body {
+        refusal
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    refusal
 }
 
 fn has_one_plain_host(headers: &HeaderMap) -> bool {

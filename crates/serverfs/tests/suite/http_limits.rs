@@ -387,3 +387,49 @@ async fn ambiguous_host_headers_are_refused() {
     let status = raw_status(addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:1\r\n");
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
 }
+
+/// A request refused before its body is read (no valid token, a bad
+/// `Host`) whose body follows its head a little later, as most clients
+/// send it: the refusal says the connection closes, so the client opens a
+/// new one for its next request instead of writing into a socket the
+/// server is closing. (An OAuth client refused with 401 goes on to the
+/// metadata and token endpoints; CI saw it lose that next request.)
+#[tokio::test]
+async fn a_refusal_before_the_body_closes_the_connection_openly() {
+    let s = setup(&[]).await;
+    let addr = address(&s.server);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    for (authorization, host) in [
+        ("Bearer not-a-token", "127.0.0.1"),
+        ("", "127.0.0.1"),
+        ("Bearer not-a-token", "evil@127.0.0.1"),
+    ] {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        let authorization = match authorization {
+            "" => String::new(),
+            value => format!("Authorization: {value}\r\n"),
+        };
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{authorization}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // The refusal may already be out and the connection closing: a
+        // failed write of the body is no failure of the test.
+        let _ = stream.write_all(body.as_bytes());
+        let answer = closed_by_server(&mut stream).unwrap_or_else(|e| panic!("not closed: {e}"));
+        let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+        assert!(
+            answer.starts_with("http/1.1 401") || answer.starts_with("http/1.1 400"),
+            "{answer}"
+        );
+        let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+        assert!(
+            head.lines().any(|line| line == "connection: close"),
+            "{host} {authorization:?}: {head}"
+        );
+    }
+}
