@@ -41,6 +41,28 @@ async fn submit_as_task(server: &Server, prompt: &str) -> Value {
     }
 }
 
+/// The id of a task-augmented `submit_agent_task`'s handle.
+async fn submit_task_id(server: &Server, prompt: &str) -> String {
+    let created = submit_as_task(server, prompt).await;
+    created["taskId"].as_str().expect("taskId").to_owned()
+}
+
+/// A task submitted with `prompt` once it waits for input: its id and the
+/// key of its input request.
+async fn pending_input(server: &Server, prompt: &str) -> (String, String) {
+    let task = submit_task_id(server, prompt).await;
+    let (request, _) = input_request(&wait_task(server, &task, "input_required").await);
+    (task, request)
+}
+
+/// The code of a `tasks/update` that must be refused.
+async fn refused_update(server: &Server, task: &str, request: &str, response: Value) -> String {
+    let refused = task_update(server, task, request, response)
+        .await
+        .expect_err("the update must be refused");
+    refusal_code(&refused)
+}
+
 /// `tasks/get`, as JSON.
 async fn task_get(server: &Server, task: &str) -> Result<Value, ServiceError> {
     let got = server.client().get_task(GetTaskParams::new(task)).await?;
@@ -179,30 +201,29 @@ async fn tasks_extension_approval_round_trip_deny_and_a_second_update() {
         json!({"action": "accept", "content": {"decision": "deny"}}),
         json!({"action": "decline"}),
     ] {
-        let refused = task_update(&server, &task, &request, action)
-            .await
-            .unwrap_err();
-        assert_eq!(refusal_code(&refused), "REQUEST_ALREADY_RESOLVED");
+        assert_eq!(
+            refused_update(&server, &task, &request, action).await,
+            "REQUEST_ALREADY_RESOLVED"
+        );
     }
     // A request that never existed.
-    let refused = task_update(
-        &server,
-        &task,
-        "req_000000000000000000000000",
-        json!({"action": "decline"}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(refusal_code(&refused), "REQUEST_NOT_FOUND");
+    assert_eq!(
+        refused_update(
+            &server,
+            &task,
+            "req_000000000000000000000000",
+            json!({"action": "decline"})
+        )
+        .await,
+        "REQUEST_NOT_FOUND"
+    );
 
     // Deny: the human's decline, and an explicit deny.
     for response in [
         json!({"action": "decline"}),
         json!({"action": "accept", "content": {"decision": "deny"}}),
     ] {
-        let task = submit_as_task(&server, "fake: approval echo hi").await;
-        let task = task["taskId"].as_str().unwrap().to_owned();
-        let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
+        let (task, request) = pending_input(&server, "fake: approval echo hi").await;
         task_update(&server, &task, &request, response.clone())
             .await
             .expect("tasks/update");
@@ -215,9 +236,7 @@ async fn tasks_extension_approval_round_trip_deny_and_a_second_update() {
 
     // A dismissed input request decides nothing: it stays outstanding,
     // and tasks/cancel is how the human ends the task.
-    let task = submit_as_task(&server, "fake: approval echo hi").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
-    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
+    let (task, request) = pending_input(&server, "fake: approval echo hi").await;
     task_update(&server, &task, &request, json!({"action": "cancel"}))
         .await
         .expect("tasks/update");
@@ -232,18 +251,17 @@ async fn tasks_extension_approval_round_trip_deny_and_a_second_update() {
     assert_eq!(cancelled["_meta"]["serverfs/status"], "cancelled");
 
     // An answer that is no decision on offer is refused; the request stays.
-    let task = submit_as_task(&server, "fake: approval echo hi").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
-    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
-    let refused = task_update(
-        &server,
-        &task,
-        &request,
-        json!({"action": "accept", "content": {"decision": "maybe"}}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(refusal_code(&refused), "INVALID_APPROVAL_DECISION");
+    let (task, request) = pending_input(&server, "fake: approval echo hi").await;
+    assert_eq!(
+        refused_update(
+            &server,
+            &task,
+            &request,
+            json!({"action": "accept", "content": {"decision": "maybe"}})
+        )
+        .await,
+        "INVALID_APPROVAL_DECISION"
+    );
     assert_eq!(get(&server, &task).await["status"], "waiting_for_approval");
 }
 
@@ -253,8 +271,7 @@ async fn tasks_extension_questions_with_options_and_free_text() {
     let _bridge = env.start_bridge();
     let server = env.start_server_as(Human::default().with_tasks()).await;
 
-    let task = submit_as_task(&server, "fake: question Which colour?").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
+    let task = submit_task_id(&server, "fake: question Which colour?").await;
     let waiting = wait_task(&server, &task, "input_required").await;
     assert_eq!(waiting["_meta"]["serverfs/status"], "waiting_for_question");
     let (request, form) = input_request(&waiting);
@@ -284,29 +301,29 @@ async fn tasks_extension_questions_with_options_and_free_text() {
         answers,
         json!({"answers": [{"question_id": "q1", "selected_option_ids": ["b"], "text": "dark"}]})
     );
-    let refused = task_update(
-        &server,
-        &task,
-        &request,
-        json!({"action": "accept", "content": {"q1": "a"}}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(refusal_code(&refused), "REQUEST_ALREADY_RESOLVED");
+    assert_eq!(
+        refused_update(
+            &server,
+            &task,
+            &request,
+            json!({"action": "accept", "content": {"q1": "a"}})
+        )
+        .await,
+        "REQUEST_ALREADY_RESOLVED"
+    );
 
     // An option that is not on offer is refused, and the question stays.
-    let task = submit_as_task(&server, "fake: question Again?").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
-    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
-    let refused = task_update(
-        &server,
-        &task,
-        &request,
-        json!({"action": "accept", "content": {"q1": "z"}}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(refusal_code(&refused), "INVALID_QUESTION_ANSWER");
+    let (task, request) = pending_input(&server, "fake: question Again?").await;
+    assert_eq!(
+        refused_update(
+            &server,
+            &task,
+            &request,
+            json!({"action": "accept", "content": {"q1": "z"}})
+        )
+        .await,
+        "INVALID_QUESTION_ANSWER"
+    );
     assert_eq!(get(&server, &task).await["status"], "waiting_for_question");
 }
 
@@ -316,8 +333,7 @@ async fn tasks_cancel_mid_turn_frees_the_workdir() {
     let _bridge = env.start_bridge();
     let server = env.start_server_as(Human::default().with_tasks()).await;
 
-    let task = submit_as_task(&server, "fake: wait 60000").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
+    let task = submit_task_id(&server, "fake: wait 60000").await;
     wait_event(&server, &task, "turn.started").await;
     assert_eq!(
         wait_task(&server, &task, "working").await["_meta"]["serverfs/status"],
@@ -332,8 +348,7 @@ async fn tasks_cancel_mid_turn_frees_the_workdir() {
     assert_eq!(get(&server, &task).await["status"], "cancelled");
 
     // The workdir's writer lease is free: a new writing task runs.
-    let next = submit_as_task(&server, "fake: complete after").await;
-    let next = next["taskId"].as_str().unwrap().to_owned();
+    let next = submit_task_id(&server, "fake: complete after").await;
     let done = wait_task(&server, &next, "completed").await;
     assert_eq!(
         done["result"]["structuredContent"]["final_response"],
@@ -346,8 +361,7 @@ async fn a_task_handle_survives_a_serverfs_restart() {
     let env = AgentEnv::builder().build();
     let _bridge = env.start_bridge();
     let server = env.start_server_as(Human::default().with_tasks()).await;
-    let task = submit_as_task(&server, "fake: approval echo hi").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
+    let task = submit_task_id(&server, "fake: approval echo hi").await;
     wait_task(&server, &task, "input_required").await;
     server.shutdown().await;
 
@@ -380,9 +394,7 @@ async fn task_handles_respect_the_current_policy() {
         .build();
     let _bridge = env.start_bridge();
     let server = env.start_server_as(Human::default().with_tasks()).await;
-    let task = submit_as_task(&server, "fake: approval echo hi").await;
-    let task = task["taskId"].as_str().unwrap().to_owned();
-    let (request, _) = input_request(&wait_task(&server, &task, "input_required").await);
+    let (task, request) = pending_input(&server, "fake: approval echo hi").await;
 
     // The operator has since disabled agents on `demo`: a server with the
     // new configuration refuses the handle as the tools refuse the task.
@@ -406,15 +418,16 @@ async fn task_handles_respect_the_current_policy() {
     .await;
     let refused = task_get(&later, &task).await.unwrap_err();
     assert_eq!(refusal_code(&refused), "AGENT_DISABLED");
-    let refused = task_update(
-        &later,
-        &task,
-        &request,
-        json!({"action": "accept", "content": {"decision": "approve_once"}}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(refusal_code(&refused), "AGENT_DISABLED");
+    assert_eq!(
+        refused_update(
+            &later,
+            &task,
+            &request,
+            json!({"action": "accept", "content": {"decision": "approve_once"}})
+        )
+        .await,
+        "AGENT_DISABLED"
+    );
     // Nothing was answered.
     assert_eq!(
         input_request(&task_get(&server, &task).await.unwrap()).0,
@@ -742,10 +755,10 @@ async fn tasks_extension_over_the_codex_runtime() {
         done["result"]["structuredContent"]["final_response"],
         "approval:accept"
     );
-    let refused = task_update(&server, &task, &request, json!({"action": "decline"}))
-        .await
-        .unwrap_err();
-    assert_eq!(refusal_code(&refused), "REQUEST_ALREADY_RESOLVED");
+    assert_eq!(
+        refused_update(&server, &task, &request, json!({"action": "decline"})).await,
+        "REQUEST_ALREADY_RESOLVED"
+    );
 
     // Deny.
     let task = submit_codex_task(&server, "approval again").await;
