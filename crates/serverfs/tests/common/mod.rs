@@ -24,6 +24,30 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// Bound on every await: a hung server fails the test instead of the run.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Whether `check` succeeds, i.e. the machine has `what` for a test that
+/// needs it; without it the test is skipped with a word, except in CI,
+/// which must provide it (`.ci/run` installs it).
+pub fn available(what: &str, check: &mut std::process::Command) -> bool {
+    let ok = check.output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide {what} (.ci/run installs it)"
+        );
+        eprintln!("skipped: {what} is missing");
+    }
+    ok
+}
+
+/// [`available`] for python3 with the official MCP SDK (`mcp` 2.3.0 and
+/// its `httpx2`).
+pub fn python_mcp_sdk() -> bool {
+    available(
+        "python3 with the mcp SDK (pip install mcp==2.3.0)",
+        std::process::Command::new("python3").args(["-c", "import mcp, httpx2"]),
+    )
+}
+
 /// The binary under test.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_serverfs")

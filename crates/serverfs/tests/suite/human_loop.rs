@@ -827,16 +827,7 @@ async fn tasks_extension_over_the_codex_runtime() {
 /// form comes back.
 #[tokio::test]
 async fn the_python_sdks_elicitation_callback_answers_the_forms() {
-    let has_sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_sdk {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide the Python MCP SDK (.ci/run installs mcp from PyPI)"
-        );
-        eprintln!("skipped: python3 with the `mcp` package is missing (pip install mcp==2.3.0)");
+    if !crate::common::python_mcp_sdk() {
         return;
     }
     let env = AgentEnv::builder()

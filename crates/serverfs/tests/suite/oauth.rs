@@ -453,19 +453,6 @@ fn www_authenticate(response: &reqwest::Response) -> String {
         .unwrap_or_default()
 }
 
-/// Whether the machine can run the browser test; in CI it must.
-fn have(what: &str, check: &mut std::process::Command) -> bool {
-    let ok = check.output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide {what} (.ci/run installs it)"
-        );
-        eprintln!("skipped: {what} is missing");
-    }
-    ok
-}
-
 /// The main check: the Python SDK's `OAuthClientProvider`
 /// discovers, registers, authorizes through the consent page in headless
 /// Chromium, exchanges the code, calls tools, refreshes; after `serverfs
@@ -474,13 +461,12 @@ fn have(what: &str, check: &mut std::process::Command) -> bool {
 async fn python_sdk_oauth_client_connects_through_the_consent_page() {
     let chromium =
         std::env::var("SERVERFS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
-    if !have(
-        "python3 with the mcp SDK",
-        std::process::Command::new("python3").args(["-c", "import mcp, httpx2"]),
-    ) || !have(
-        "chromium",
-        std::process::Command::new(&chromium).arg("--version"),
-    ) {
+    if !crate::common::python_mcp_sdk()
+        || !crate::common::available(
+            "chromium",
+            std::process::Command::new(&chromium).arg("--version"),
+        )
+    {
         return;
     }
     let s = OAuth::start(&[]).await;
