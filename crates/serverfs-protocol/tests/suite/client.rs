@@ -236,18 +236,22 @@ async fn a_bridge_error_keeps_its_code_and_message_and_the_connection() {
     assert_eq!(server.accepts(), 1);
 }
 
-#[tokio::test]
-async fn a_connection_refusal_with_a_null_id_is_the_bridges_answer() {
-    // As the Bridge refuses an unauthorized peer (spec §2.2): one frame
-    // with `request_id: null`, then close.
-    let server = Server::start(|mut stream: UnixStream| async move {
+/// A Bridge that refuses every peer as an unauthorized one (spec §2.2):
+/// one frame with `request_id: null`, without reading a byte, then close.
+fn refusing_bridge() -> Server {
+    Server::start(|mut stream: UnixStream| async move {
         let refusal = Response::error(
             None,
             BridgeErrorCode::PeerNotAuthorized,
             "peer is not authorized",
         );
         let _ = stream.write_all(&refusal.into_frame()).await;
-    });
+    })
+}
+
+#[tokio::test]
+async fn a_connection_refusal_with_a_null_id_is_the_bridges_answer() {
+    let server = refusing_bridge();
     let client = server.client(quick());
 
     for _ in 0..2 {
@@ -271,14 +275,7 @@ async fn a_connection_refusal_with_a_null_id_is_the_bridges_answer() {
 /// closed"), without a retry.
 #[tokio::test]
 async fn a_refusal_that_beats_the_request_is_still_the_answer() {
-    let server = Server::start(|mut stream: UnixStream| async move {
-        let refusal = Response::error(
-            None,
-            BridgeErrorCode::PeerNotAuthorized,
-            "peer is not authorized",
-        );
-        let _ = stream.write_all(&refusal.into_frame()).await;
-    });
+    let server = refusing_bridge();
     let client = server.client(quick());
     let long = TaskGetParams {
         task_id: "t".repeat(MAX_FRAME_BYTES - 1024),
