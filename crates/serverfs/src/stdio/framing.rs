@@ -8,6 +8,13 @@
 //! newline without being held in memory, and answered likewise. Both the
 //! answers and rmcp's own messages go out through one lock, so lines never
 //! interleave.
+//!
+//! The reading runs in a task of its own that hands decoded messages over
+//! a channel. rmcp drops its `receive()` future whenever another event of
+//! its serve loop wins the race (a response finished sending), so anything
+//! `receive()` had half done would be lost: a line partly consumed, a
+//! rejection logged but not yet written. A channel receive loses nothing
+//! when dropped; the reading task is never dropped half way.
 
 use std::io;
 use std::sync::Arc;
@@ -17,29 +24,88 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::jsonrpc::{self, INVALID_REQUEST, Intake, Rejection};
 
 /// The server side of a line-framed JSON-RPC connection.
-pub struct LineTransport<R, W> {
-    reader: BufReader<R>,
+pub struct LineTransport<W> {
+    /// Messages decoded by the reading task, in order; closed at the end
+    /// of input.
+    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
     writer: Arc<Mutex<W>>,
-    /// Longest line accepted, in bytes (newline excluded).
-    max_line_bytes: usize,
+    /// Stops the reading task when the transport goes away.
+    _reading: AbortOnDropHandle<()>,
 }
 
-impl<R, W> LineTransport<R, W> {
+impl<W> LineTransport<W>
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     /// A transport reading lines of at most `max_line_bytes` from `reader`
-    /// and writing to `writer`.
-    pub fn new(reader: R, writer: W, max_line_bytes: usize) -> LineTransport<R, W>
+    /// and writing to `writer`. Must be called inside the runtime: the
+    /// reading starts at once, as a task.
+    pub fn new<R>(reader: R, writer: W, max_line_bytes: usize) -> LineTransport<W>
     where
-        R: AsyncRead,
+        R: AsyncRead + Unpin + Send + 'static,
     {
-        LineTransport {
-            reader: BufReader::new(reader),
-            writer: Arc::new(Mutex::new(writer)),
+        let writer = Arc::new(Mutex::new(writer));
+        // One message in hand at a time: a client that floods the pipe is
+        // held back by the pipe, not buffered here.
+        let (sender, incoming) = mpsc::channel(1);
+        let reading = tokio::spawn(read_messages(
+            BufReader::new(reader),
+            writer.clone(),
             max_line_bytes,
+            sender,
+        ));
+        LineTransport {
+            incoming,
+            writer,
+            _reading: AbortOnDropHandle::new(reading),
+        }
+    }
+}
+
+/// Reads lines until the end of input (or a read error, which ends the
+/// connection the same way), passing messages on and answering broken ones.
+async fn read_messages<R, W>(
+    mut reader: BufReader<R>,
+    writer: Arc<Mutex<W>>,
+    max_line_bytes: usize,
+    messages: mpsc::Sender<ClientJsonRpcMessage>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    loop {
+        let rejection = match read_line(&mut reader, max_line_bytes).await {
+            Ok(Some(Line::Whole(bytes))) => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match jsonrpc::decode(&bytes) {
+                    Intake::Message(message) => {
+                        if messages.send(*message).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Intake::Reject(rejection) => rejection,
+                    Intake::BrokenNotification(_) => continue,
+                }
+            }
+            Ok(Some(Line::TooLong)) => Rejection {
+                code: INVALID_REQUEST,
+                message: format!("Invalid Request: a message longer than {max_line_bytes} bytes"),
+                id: Value::Null,
+            },
+            Ok(None) | Err(_) => return,
+        };
+        tracing::info!(event = "jsonrpc_rejected", code = rejection.code);
+        if write_line(&writer, rejection.to_json()).await.is_err() {
+            return;
         }
     }
 }
@@ -106,9 +172,8 @@ async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>)
     writer.flush().await
 }
 
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+impl<W> Transport<RoleServer> for LineTransport<W>
 where
-    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     type Error = io::Error;
@@ -124,35 +189,9 @@ where
         }
     }
 
+    /// Cancel-safe: a message is either returned or still in the channel.
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        loop {
-            // A read error ends the connection like the end of input does.
-            let rejection = match read_line(&mut self.reader, self.max_line_bytes).await {
-                Ok(Some(Line::Whole(bytes))) => {
-                    if bytes.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match jsonrpc::decode(&bytes) {
-                        Intake::Message(message) => return Some(*message),
-                        Intake::Reject(rejection) => rejection,
-                        Intake::BrokenNotification(_) => continue,
-                    }
-                }
-                Ok(Some(Line::TooLong)) => Rejection {
-                    code: INVALID_REQUEST,
-                    message: format!(
-                        "Invalid Request: a message longer than {} bytes",
-                        self.max_line_bytes
-                    ),
-                    id: Value::Null,
-                },
-                Ok(None) | Err(_) => return None,
-            };
-            tracing::info!(event = "jsonrpc_rejected", code = rejection.code);
-            if write_line(&self.writer, rejection.to_json()).await.is_err() {
-                return None;
-            }
-        }
+        self.incoming.recv().await
     }
 
     async fn close(&mut self) -> Result<(), io::Error> {
@@ -162,6 +201,12 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use rmcp::model::JsonRpcMessage;
+    use tokio::io::{AsyncReadExt, duplex};
+    use tokio::time::timeout;
+
     use super::*;
 
     async fn lines(input: &[u8], max: usize) -> Vec<Line> {
@@ -191,5 +236,46 @@ mod tests {
             lines(b"12345\n123456", 5).await,
             [whole("12345"), Line::TooLong]
         );
+    }
+
+    /// rmcp drops `receive()` whenever another event wins its select; a
+    /// line that arrives in pieces across such drops, and a rejection
+    /// answered while nobody waits, must both survive.
+    #[tokio::test]
+    async fn a_dropped_receive_loses_no_line_and_no_answer() {
+        let (mut client_in, server_in) = duplex(64);
+        let (server_out, mut client_out) = duplex(4096);
+        let mut transport = LineTransport::new(server_in, server_out, 1024);
+
+        client_in.write_all(b"null\n").await.unwrap();
+        let ping = br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+        let (head, tail) = ping.split_at(10);
+        client_in.write_all(head).await.unwrap();
+        for _ in 0..3 {
+            let dropped = timeout(Duration::from_millis(20), transport.receive()).await;
+            assert!(dropped.is_err(), "nothing whole arrived yet");
+        }
+        client_in.write_all(tail).await.unwrap();
+        client_in.write_all(b"\n").await.unwrap();
+
+        let message = timeout(Duration::from_secs(5), transport.receive())
+            .await
+            .expect("the ping arrives whole")
+            .expect("input is still open");
+        let JsonRpcMessage::Request(request) = message else {
+            panic!("not a request: {message:?}");
+        };
+        assert_eq!(request.id.to_string(), "5");
+
+        let mut answer = vec![0; 256];
+        let read = timeout(Duration::from_secs(5), client_out.read(&mut answer))
+            .await
+            .expect("the rejection was written")
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer[..read]).unwrap();
+        assert_eq!(answer["error"]["code"], INVALID_REQUEST, "{answer}");
+
+        drop(client_in);
+        assert!(transport.receive().await.is_none(), "end of input ends it");
     }
 }

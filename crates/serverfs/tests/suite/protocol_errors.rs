@@ -3,7 +3,9 @@
 //! log line that repeats it unbounded (issue 14, items 7 and 8).
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use serverfs_testkit::TempWorkdir;
@@ -13,11 +15,17 @@ use crate::common::http::{create_token, setup};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
+/// How long a line-by-line test waits for one answer before it fails
+/// (instead of hanging the whole run on a lost request).
+const ANSWER_WAIT: Duration = Duration::from_secs(60);
+
 /// A stdio server driven line by line.
 struct RawStdio {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// The server's output lines, read by a thread of their own so that a
+    /// wait for one can time out.
+    answers: mpsc::Receiver<String>,
     stderr_file: tempfile::NamedTempFile,
     _tree: TempWorkdir,
 }
@@ -39,10 +47,19 @@ impl RawStdio {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (send_answer, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { return };
+                if send_answer.send(line).is_err() {
+                    return;
+                }
+            }
+        });
         let mut raw = RawStdio {
             child,
             stdin,
-            stdout,
+            answers,
             stderr_file,
             _tree: tree,
         };
@@ -60,8 +77,10 @@ impl RawStdio {
 
     /// The next line the server writes, as JSON.
     fn answer(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
+        let line = self
+            .answers
+            .recv_timeout(ANSWER_WAIT)
+            .unwrap_or_else(|e| panic!("no answer within {ANSWER_WAIT:?}: {e}"));
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
     }
 
