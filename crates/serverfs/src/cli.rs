@@ -307,10 +307,15 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         .map(|w| w.max_binary_transfer_bytes)
         .max();
     let max_message_bytes = crate::jsonrpc::max_message_bytes(largest_binary_cap);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // One client over stdio sends one request at a time, mostly: a single
+    // async thread (the kernel work still goes to the blocking pool) saves
+    // the hand-offs between workers that a multi-thread runtime makes on
+    // every call. HTTP serves many clients and keeps the worker pool.
+    let mut builder = match http {
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+        None => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             tracing::error!(event = "serve_failed", reason = %e);
