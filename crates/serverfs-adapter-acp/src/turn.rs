@@ -57,25 +57,37 @@ struct Unanswered(Mutex<HashSet<RequestId>>);
 impl Unanswered {
     /// `false` when `id` already waits for its answer.
     fn insert(&self, id: RequestId) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id)
+        self.lock().insert(id)
     }
 
     fn take(&self, id: &RequestId) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id)
+        self.lock().remove(id)
     }
 
-    fn drain(&self) -> Vec<RequestId> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .collect()
+    /// Sends `answer` if `id` still waits for one, and marks it answered.
+    /// Under the lock, like [`answer_all_then`](Self::answer_all_then), so
+    /// that a handler's answer cannot slip behind a cancellation's
+    /// `session/cancel` between its check and its send.
+    fn answer_once(&self, id: &RequestId, answer: impl FnOnce()) {
+        let mut waiting = self.lock();
+        if waiting.remove(id) {
+            answer();
+        }
+    }
+
+    /// Answers every waiting request with `answer`, then runs `after`, all
+    /// under the lock: ACP wants the pending permissions answered
+    /// `cancelled` before `session/cancel`.
+    fn answer_all_then(&self, mut answer: impl FnMut(&RequestId), after: impl FnOnce()) {
+        let mut waiting = self.lock();
+        for id in waiting.drain() {
+            answer(&id);
+        }
+        after();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -438,10 +450,11 @@ impl<'a> Turn<'a> {
     /// `session/cancel`; the caller waits a bounded grace for the prompt
     /// to end with `stopReason: cancelled`.
     fn cancel(&mut self, session: &SessionId) {
-        for id in self.unanswered.drain() {
-            respond(&self.peer, &id, &interactions::cancelled());
-        }
-        notify(&self.peer, &CancelNotification::new(session.clone()));
+        let peer = &self.peer;
+        self.unanswered.answer_all_then(
+            |id| respond(peer, id, &interactions::cancelled()),
+            || notify(peer, &CancelNotification::new(session.clone())),
+        );
     }
 
     /// Handles one message of the agent during `phase`.
@@ -516,10 +529,10 @@ impl<'a> Turn<'a> {
     /// cancellation asks, once.
     fn withdraw(&mut self, id: &RequestId) {
         self.serving.withdraw(id);
-        if self.unanswered.take(id) {
+        self.unanswered.answer_once(id, || {
             self.peer
                 .respond_error(id, REQUEST_CANCELLED, "the request was cancelled");
-        }
+        });
     }
 
     /// Serves a permission request on its own task, so that the agent's
@@ -553,9 +566,7 @@ impl<'a> Turn<'a> {
                 // Expired, or the task ended: no choice was made.
                 Err(_) => interactions::cancelled(),
             };
-            if unanswered.take(&id) {
-                respond(&peer, &id, &response);
-            }
+            unanswered.answer_once(&id, || respond(&peer, &id, &response));
         });
         if !served {
             // An id answered before: the handler was dropped unrun, and
