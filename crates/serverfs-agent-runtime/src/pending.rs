@@ -6,7 +6,9 @@
 //! ([`PendingRequests::resolve`]) and fails every entry when the
 //! connection goes ([`PendingRequests::close_all`]); the caller waits with
 //! a bound ([`Waiter::wait`]) and its entry is removed if the bound passes,
-//! so a provider that never answers cannot grow the table.
+//! so a provider that never answers cannot grow the table. A request
+//! opened after the connection went fails at once: nobody is left to
+//! answer it or to close it later.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -24,7 +26,11 @@ pub enum Unanswered {
     Closed,
 }
 
-type Table<K, R> = HashMap<K, oneshot::Sender<R>>;
+/// The open entries, and whether the connection has gone.
+struct Table<K, R> {
+    open: HashMap<K, oneshot::Sender<R>>,
+    closed: bool,
+}
 
 /// The open requests of one connection, keyed by request id `K`, each
 /// awaiting a response `R`. Cheap to clone: clones share the table.
@@ -43,7 +49,10 @@ impl<K, R> Clone for PendingRequests<K, R> {
 impl<K: Eq + Hash + Clone, R> Default for PendingRequests<K, R> {
     fn default() -> Self {
         PendingRequests {
-            table: Arc::new(Mutex::new(HashMap::new())),
+            table: Arc::new(Mutex::new(Table {
+                open: HashMap::new(),
+                closed: false,
+            })),
         }
     }
 }
@@ -56,10 +65,15 @@ impl<K: Eq + Hash + Clone, R> PendingRequests<K, R> {
     }
 
     /// Opens an entry for `id` (register before sending the request, so a
-    /// fast response finds it).
+    /// fast response finds it). After [`close_all`](Self::close_all) the
+    /// entry is not kept and its waiter fails with `Closed` at once.
     pub fn register(&self, id: K) -> Waiter<K, R> {
         let (answer, response) = oneshot::channel();
-        self.lock().insert(id.clone(), answer);
+        let mut table = self.lock();
+        if !table.closed {
+            table.open.insert(id.clone(), answer);
+        }
+        drop(table);
         Waiter {
             pending: self.clone(),
             id,
@@ -70,20 +84,23 @@ impl<K: Eq + Hash + Clone, R> PendingRequests<K, R> {
     /// Delivers the response to `id`; `false` when nobody waits for it (a
     /// stray or late response, which the caller drops).
     pub fn resolve(&self, id: &K, response: R) -> bool {
-        match self.lock().remove(id) {
+        match self.lock().open.remove(id) {
             Some(waiter) => waiter.send(response).is_ok(),
             None => false,
         }
     }
 
-    /// Fails every open request: the connection is gone.
+    /// Fails every open request, and every later one: the connection is
+    /// gone.
     pub fn close_all(&self) {
+        let mut table = self.lock();
+        table.closed = true;
         // Dropping a sender wakes its waiter with `Closed`.
-        self.lock().clear();
+        table.open.clear();
     }
 
     fn forget(&self, id: &K) {
-        self.lock().remove(id);
+        self.lock().open.remove(id);
     }
 }
 
@@ -143,5 +160,17 @@ mod tests {
             orphan.wait(Duration::from_secs(1)).await,
             Err(Unanswered::Closed)
         );
+
+        // A request sent after the provider went (a stop's interrupt to a
+        // CLI that had just ended its turn and exited) is not kept waiting
+        // for its whole bound.
+        let late = pending.register(4);
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), late.wait(Duration::from_secs(30)))
+                .await
+                .expect("fails at once, not after its bound"),
+            Err(Unanswered::Closed)
+        );
+        assert!(!pending.resolve(&4, "never"), "nothing kept after close");
     }
 }
