@@ -62,6 +62,7 @@ use rustix::io::Errno;
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use serde_json::{Value, json};
 use serverfs_lease::{LeaseId, list_guards, try_acquire};
+use serverfs_protocol::bridge::TaskStatus;
 use serverfs_protocol::bridge::client::{BridgeClient, ClientOptions};
 use tempfile::TempDir;
 
@@ -616,7 +617,29 @@ impl Daemon {
     /// Polls `task.get` until `done(view)` holds; returns that view.
     /// Panics after [`WAIT`] with the last view and the daemon's stderr.
     pub fn wait_task(&self, task_id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + WAIT;
+        self.wait_task_within(task_id, what, WAIT, done)
+    }
+
+    /// Polls until the task has ended (any terminal status) and returns
+    /// that view; for tests whose ending takes longer than [`WAIT`] or
+    /// whose terminal status is the thing under test. A task that is
+    /// still queued or starting has not ended.
+    pub fn wait_ended(&self, task_id: &str, limit: Duration) -> Value {
+        self.wait_task_within(task_id, "a terminal status", limit, |view| {
+            TaskStatus::ALL
+                .iter()
+                .any(|status| status.is_terminal() && view["status"] == status.as_str())
+        })
+    }
+
+    fn wait_task_within(
+        &self,
+        task_id: &str,
+        what: &str,
+        limit: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + limit;
         loop {
             let view = self.task(task_id);
             if done(&view) {

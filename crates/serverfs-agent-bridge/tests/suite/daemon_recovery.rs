@@ -322,10 +322,7 @@ fn a_timed_out_task_stops_its_tree_and_frees_the_workdir() {
     let daemon = setup.start();
     let task = daemon.submit("fake: child-tree");
     let tree = ChildTree::wait_for(&setup, &task);
-    let view = poll(Duration::from_secs(15), "the task deadline", || {
-        let view = daemon.task(&task);
-        (view["status"] != "running").then_some(view)
-    });
+    let view = daemon.wait_ended(&task, Duration::from_secs(15));
     assert_eq!(view["status"], "interrupted", "{view}");
     assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
     tree.wait_stopped(Duration::from_secs(5));

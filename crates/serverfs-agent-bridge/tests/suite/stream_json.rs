@@ -668,10 +668,7 @@ fn a_cli_ignoring_eof_and_sigterm_is_killed(cli: Cli) {
     let task = submit(&bridge, cli, "stubborn");
     // The task ends once the CLI is stopped: 5 s for it to exit by itself,
     // then SIGTERM, a 2 s grace and SIGKILL.
-    let view = poll(Duration::from_secs(60), "the stubborn task to end", || {
-        let view = bridge.task(&task);
-        (view["status"] != "running").then_some(view)
-    });
+    let view = bridge.wait_ended(&task, Duration::from_secs(60));
     assert_eq!(view["status"], "succeeded", "{view}");
     assert_eq!(view["final_response"], "done:stubborn");
     wait_workdir_free(&setup, "a stubborn CLI");
