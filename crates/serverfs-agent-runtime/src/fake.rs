@@ -369,13 +369,17 @@ impl Turn {
                 })
                 .await?;
         }
+        // The ids are recorded before the turn is reported started, so a
+        // client that waits for `turn.started` sees no later task change
+        // from this step (a long poll would end on it).
         self.stop
             .within(deadline, async {
+                host.record_native_ids(native).await?;
                 host.report(EventPayload::TurnStarted {
                     runtime: Some(FAKE_RUNTIME.to_owned()),
                 })
                 .await;
-                host.record_native_ids(native).await
+                Ok(())
             })
             .await?;
         let mut lines = Vec::new();

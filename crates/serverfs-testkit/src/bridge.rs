@@ -620,11 +620,10 @@ impl Daemon {
         self.wait_task_within(task_id, what, WAIT, done)
     }
 
-    /// Polls until the task has ended (any terminal status) and returns
-    /// that view; for tests whose ending takes longer than [`WAIT`] or
-    /// whose terminal status is the thing under test. A task that is
-    /// still queued or starting has not ended.
-    pub fn wait_ended(&self, task_id: &str, limit: Duration) -> Value {
+    /// [`Daemon::wait_terminal`] with its own bound, for tasks whose ending
+    /// takes longer than [`WAIT`]. A task still queued or starting has not
+    /// ended.
+    pub fn wait_terminal_within(&self, task_id: &str, limit: Duration) -> Value {
         self.wait_task_within(task_id, "a terminal status", limit, |view| {
             TaskStatus::ALL
                 .iter()
@@ -752,12 +751,7 @@ impl Daemon {
 
     /// Polls until the task has finished (any terminal status).
     pub fn wait_terminal(&self, task_id: &str) -> Value {
-        self.wait_task(task_id, "a terminal status", |view| {
-            matches!(
-                view["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled" | "interrupted")
-            )
-        })
+        self.wait_terminal_within(task_id, WAIT)
     }
 
     /// `inspect --config <file>`'s stdout (the daemon may be running).

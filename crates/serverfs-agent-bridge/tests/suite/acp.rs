@@ -532,6 +532,9 @@ fn the_session_is_recorded_before_the_prompt_ends() {
         (count(&bridge.event_types(&first), "turn.started") > 0).then_some(())
     });
     bridge.kill();
+    // The agent loses its stdin with the Bridge and ends; a restart before
+    // that would find the task's agent still alive and keep its guard.
+    wait_no_fake_process(&setup, "the Bridge was killed");
     let bridge = setup.start_serving();
     let view = bridge.wait_terminal(&first);
     assert_eq!(view["status"], "interrupted", "{view}");
@@ -900,8 +903,10 @@ fn an_idempotent_retry_runs_one_turn() {
 
 #[test]
 fn the_task_deadline_bounds_the_prompt() {
+    // The deadline leaves room for the agent's start and handshake on a
+    // slow machine, so that it falls during the prompt.
     let (bridge, setup) = start_with(Profile::new(), |setup| {
-        setup.agent("task_timeout_seconds", "1")
+        setup.agent("task_timeout_seconds", "3")
     });
     // `wait` runs until it is cancelled.
     let task = submit(&bridge, "wait");

@@ -1105,8 +1105,10 @@ fn transport_drop_mid_turn(transport: Transport) {
     let view = rig.bridge.wait_terminal(&task);
     assert_eq!(view["status"], "failed", "{view}");
     assert_eq!(view["error_code"], "AGENT_PROVIDER_DISCONNECTED", "{view}");
+    // Unnoticed, the loss would hold the task until its deadline (hours);
+    // the bound covers start-up and the 2 s group settle on a slow machine.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(10),
         "the loss took {:?} to notice",
         started.elapsed()
     );

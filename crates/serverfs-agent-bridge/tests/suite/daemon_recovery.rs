@@ -322,7 +322,7 @@ fn a_timed_out_task_stops_its_tree_and_frees_the_workdir() {
     let daemon = setup.start();
     let task = daemon.submit("fake: child-tree");
     let tree = ChildTree::wait_for(&setup, &task);
-    let view = daemon.wait_ended(&task, Duration::from_secs(15));
+    let view = daemon.wait_terminal_within(&task, Duration::from_secs(15));
     assert_eq!(view["status"], "interrupted", "{view}");
     assert_eq!(view["error_code"], "AGENT_TASK_TIMED_OUT", "{view}");
     tree.wait_stopped(Duration::from_secs(5));
@@ -332,7 +332,8 @@ fn a_timed_out_task_stops_its_tree_and_frees_the_workdir() {
 
 #[test]
 fn an_expired_interaction_frees_the_workdir() {
-    let setup = Setup::new().agent("interaction_timeout_seconds", "1");
+    // Long enough for the busy check below to run before the expiry.
+    let setup = Setup::new().agent("interaction_timeout_seconds", "3");
     let daemon = setup.start();
     let task = daemon.submit("fake: approval touch x");
     daemon.wait_pending(&task);

@@ -318,8 +318,9 @@ async fn service_a_turn_completing_while_asking_still_succeeds() {
     )
     .await;
     let task = submit(&service, review("anything", None)).await;
-    let asked = wait_status(&service, &task, "waiting_for_approval").await;
-    let request = asked["pending_request_id"].as_str().unwrap().to_owned();
+    // The request is presented for only a moment; its id comes from the
+    // stored approval.requested event below, not from a poll that could
+    // miss that moment.
     let done = wait_status(&service, &task, "succeeded").await;
     assert_eq!(done["final_response"], "done without the answer");
     assert_eq!(done["pending_request_id"], Value::Null);
@@ -333,14 +334,19 @@ async fn service_a_turn_completing_while_asking_still_succeeds() {
     )
     .await
     .unwrap();
-    let types: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
+    let events = events["events"].as_array().unwrap();
+    let types: Vec<&str> = events
         .iter()
         .map(|e| e["event_type"].as_str().unwrap())
         .collect();
     assert!(types.contains(&"interaction.stale"), "{types:?}");
     assert_eq!(types.last(), Some(&"task.completed"), "{types:?}");
+    let request = events
+        .iter()
+        .find(|e| e["event_type"] == "approval.requested")
+        .and_then(|e| e["payload"]["request_id"].as_str())
+        .unwrap_or_else(|| panic!("no approval.requested event: {types:?}"))
+        .to_owned();
     // A late answer finds the request stale.
     let late = call(
         &service,

@@ -553,12 +553,13 @@ fn cancel_after_the_prompt_interrupts(cli: Cli) {
 fn a_withdrawn_request_goes_stale(cli: Cli) {
     let (bridge, setup) = start(cli, |setup| setup);
     let task = submit(&bridge, cli, "withdraw");
-    let pending = bridge.wait_pending(&task);
+    // Pending for only a moment: the id comes from the stored event.
     let view = bridge.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "withdrawn");
+    let requested = bridge.wait_event(&task, "approval.requested");
     assert_eq!(
         bridge
-            .respond(&task, &request_id(&pending), "approve_once")
+            .respond(&task, &request_id(&requested["payload"]), "approve_once")
             .map_err(|e| e.code),
         Err("REQUEST_STALE".to_owned())
     );
@@ -668,7 +669,7 @@ fn a_cli_ignoring_eof_and_sigterm_is_killed(cli: Cli) {
     let task = submit(&bridge, cli, "stubborn");
     // The task ends once the CLI is stopped: 5 s for it to exit by itself,
     // then SIGTERM, a 2 s grace and SIGKILL.
-    let view = bridge.wait_ended(&task, Duration::from_secs(60));
+    let view = bridge.wait_terminal_within(&task, Duration::from_secs(60));
     assert_eq!(view["status"], "succeeded", "{view}");
     assert_eq!(view["final_response"], "done:stubborn");
     wait_workdir_free(&setup, "a stubborn CLI");

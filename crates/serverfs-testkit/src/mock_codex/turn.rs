@@ -18,7 +18,7 @@ use super::wire::{METHOD_NOT_FOUND, notification, request};
 /// How long the `slow` scenario holds back its final messages, the
 /// `slow-start` scenario its `turn/start` reply and the `slow-resolve`
 /// scenario its own resolution.
-pub const SLOW_DELAY: Duration = Duration::from_secs(2);
+pub const SLOW_DELAY: Duration = Duration::from_secs(4);
 
 /// A model name containing this makes `thread/start` answer
 /// [`SLOW_THREAD_DELAY`] late (a thread has no prompt to pick a scenario
