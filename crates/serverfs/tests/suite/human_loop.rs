@@ -880,7 +880,7 @@ async fn the_python_sdks_elicitation_callback_answers_the_forms() {
 #[tokio::test]
 async fn an_unanswered_form_leaves_the_request_pending_until_it_lapses() {
     let env = AgentEnv::builder()
-        .agent("interaction_timeout_seconds = 4")
+        .agent("interaction_timeout_seconds = 8")
         .demo("agent_mode = \"workspace-write\"\nagent_runtimes = [\"fake\"]\napprovals = \"human-preferred\"")
         .build();
     let _bridge = env.start_bridge();
