@@ -625,9 +625,8 @@ impl Daemon {
     /// ended.
     pub fn wait_terminal_within(&self, task_id: &str, limit: Duration) -> Value {
         self.wait_task_within(task_id, "a terminal status", limit, |view| {
-            TaskStatus::ALL
-                .iter()
-                .any(|status| status.is_terminal() && view["status"] == status.as_str())
+            serde_json::from_value::<TaskStatus>(view["status"].clone())
+                .is_ok_and(TaskStatus::is_terminal)
         })
     }
 
