@@ -1,9 +1,11 @@
 //! A workdir: an open root descriptor plus the policy that names what a
 //! client may reach beneath it.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, fstat, openat, statat};
 use rustix::io::Errno;
 
@@ -142,6 +144,19 @@ impl Workdir {
         let path = RelPath::parse(input)?;
         self.policy.check(&path)?;
         Ok(path)
+    }
+
+    /// Where the open root is now, as this process's mount table names
+    /// paths: the kernel's name for its descriptor under `/proc/self/fd`.
+    /// `None` when the kernel does not say (no `/proc`, or the root has
+    /// been deleted).
+    pub fn root_location(&self) -> Option<PathBuf> {
+        let link = format!("/proc/self/fd/{}", self.root.as_raw_fd());
+        let target = PathBuf::from(OsString::from_vec(
+            rustix::fs::readlink(link, Vec::new()).ok()?.into_bytes(),
+        ));
+        let deleted = target.as_os_str().as_bytes().ends_with(b" (deleted)");
+        (target.is_absolute() && !deleted).then_some(target)
     }
 
     pub(crate) fn root_fd(&self) -> BorrowedFd<'_> {

@@ -3,6 +3,8 @@
 use serverfs_fs::{EntryKind, RelPath};
 use serverfs_protocol::ErrorCode;
 
+use serverfs_testkit::TempWorkdir;
+
 use crate::harness::open;
 
 fs_test!(describes_each_kind_without_following, |t, resolver| {
@@ -57,3 +59,32 @@ fs_test!(revision_tracks_changes, |t, resolver| {
     t.file("d/new", "x");
     assert_ne!(d, rev("d"), "adding an entry changes the directory's token");
 });
+
+fs_test!(
+    root_location_names_the_open_root_where_it_is_now,
+    |t, resolver| {
+        t.dir("inner");
+        let w = open(t, resolver);
+        let here = w.root_location().expect("a location on Linux");
+        assert!(here.is_absolute(), "{here:?}");
+        // `<temp dir>/root`, whatever links lead to the temp dir.
+        let temp_dir = t.root().parent().unwrap().file_name().unwrap().to_owned();
+        assert!(
+            here.ends_with(std::path::Path::new(&temp_dir).join("root")),
+            "{here:?}"
+        );
+
+        // The descriptor follows the directory: after a rename, so does the
+        // location (the mount table is matched against where it is now).
+        let moved = t.outside().join("moved-root");
+        std::fs::rename(t.root(), &moved).unwrap();
+        assert!(w.root_location().unwrap().ends_with("moved-root"));
+        std::fs::rename(&moved, t.root()).unwrap();
+
+        // A deleted root has no location.
+        let doomed = TempWorkdir::new();
+        let gone = open(&doomed, resolver);
+        std::fs::remove_dir_all(doomed.root()).unwrap();
+        assert_eq!(gone.root_location(), None);
+    }
+);

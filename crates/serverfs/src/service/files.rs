@@ -13,6 +13,7 @@ use crate::mcp::results::{
     Access, AgentModeName, EntryInfo, EntryType, ListDirectoryResult, ListWorkdirsResult,
     ReadTextFileResult, StatFileResult, WorkdirInfo,
 };
+use crate::service::placement::run_placed;
 use crate::service::{WorkdirHandle, WorkdirRegistry, WriterLease};
 
 /// The default `max_lines` of `read_text_file`.
@@ -100,7 +101,7 @@ impl FileService {
         .min(u64::from(self.settings.max_list_entries));
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
         let offset = params.offset;
-        let page = run_blocking(&workdir, &path, move |workdir, path| {
+        let page = run_bounded(&workdir, &path, move |workdir, path| {
             workdir.fs.list_directory(
                 path,
                 usize::try_from(offset).unwrap_or(usize::MAX),
@@ -141,8 +142,7 @@ impl FileService {
         audit: &AuditRecord,
     ) -> Result<StatFileResult, ToolError> {
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
-        let meta =
-            run_blocking(&workdir, &path, move |workdir, path| workdir.fs.stat(path)).await?;
+        let meta = run_bounded(&workdir, &path, move |workdir, path| workdir.fs.stat(path)).await?;
         audit.set(|a| a.kind = Some(meta.kind.as_str()));
         Ok(StatFileResult {
             workdir: params.workdir,
@@ -193,10 +193,18 @@ impl FileService {
             max_lines: max_lines.min(u64::from(workdir.config.max_read_lines)),
             max_bytes: workdir.config.max_read_bytes,
         };
-        let page = run_blocking(&workdir, &path, move |workdir, path| {
+        // A page from a line number may scan the file from its top (or from
+        // the line index's nearest checkpoint): unbounded, so on the pool.
+        // The first page, a cursor and the tail start where the page does.
+        let scans = matches!(start, PageStart::Line(line) if line > 1);
+        let read = move |workdir: &WorkdirHandle, path: &RelPath| {
             workdir.fs.read_text(path, &start, limits)
-        })
-        .await?;
+        };
+        let page = if scans {
+            run_blocking(&workdir, &path, read).await?
+        } else {
+            run_bounded(&workdir, &path, read).await?
+        };
         audit.set(|a| {
             a.bytes_returned = Some(page.bytes_returned);
             a.start_line = page.start_line;
@@ -264,13 +272,33 @@ pub(super) async fn run_blocking<T: Send + 'static>(
     path: &RelPath,
     work: impl FnOnce(&WorkdirHandle, &RelPath) -> Result<T, FsError> + Send + 'static,
 ) -> Result<T, ToolError> {
+    run_kernel(false, workdir, path, work).await
+}
+
+/// [`run_blocking`] for a call whose work is bounded by its page (one
+/// stat, one directory page, one page of text from a known place): inline
+/// when the workdir lies on local storage (see `placement`).
+pub(super) async fn run_bounded<T: Send + 'static>(
+    workdir: &Arc<WorkdirHandle>,
+    path: &RelPath,
+    work: impl FnOnce(&WorkdirHandle, &RelPath) -> Result<T, FsError> + Send + 'static,
+) -> Result<T, ToolError> {
+    run_kernel(workdir.placement.inline(), workdir, path, work).await
+}
+
+async fn run_kernel<T: Send + 'static>(
+    inline: bool,
+    workdir: &Arc<WorkdirHandle>,
+    path: &RelPath,
+    work: impl FnOnce(&WorkdirHandle, &RelPath) -> Result<T, FsError> + Send + 'static,
+) -> Result<T, ToolError> {
     let (owned_workdir, owned_path) = (workdir.clone(), path.clone());
-    match tokio::task::spawn_blocking(move || work(&owned_workdir, &owned_path)).await {
+    match run_placed(inline, move || work(&owned_workdir, &owned_path)).await {
         Ok(result) => {
             result.map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
         }
-        Err(join) => Err(ToolError::internal(format!(
-            "filesystem task failed: {join}"
+        Err(failure) => Err(ToolError::internal(format!(
+            "filesystem task failed: {failure}"
         ))),
     }
 }

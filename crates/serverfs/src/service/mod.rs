@@ -7,6 +7,7 @@ mod call;
 mod files;
 mod lease;
 mod mutations;
+mod placement;
 mod registry;
 mod search;
 

@@ -6,6 +6,8 @@ use serverfs_config::{Config, WorkdirConfig};
 use serverfs_fs::{FsError, PathPolicy, Resolver, Workdir};
 use thiserror::Error;
 
+use crate::service::placement::{Placement, log_placement, watch_mounts};
+
 /// One workdir: its effective configuration and its open root.
 #[derive(Debug)]
 pub struct WorkdirHandle {
@@ -16,6 +18,8 @@ pub struct WorkdirHandle {
     /// Serializes this workdir's mutations within the process (other
     /// workdirs proceed in parallel). Reads never take it.
     pub mutation_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Whether its small calls run inline or on the blocking pool.
+    pub placement: Placement,
 }
 
 /// Why the configured workdirs could not be opened.
@@ -75,11 +79,12 @@ impl WorkdirRegistry {
                 config: workdir.clone(),
                 fs,
                 mutation_lock: Arc::new(tokio::sync::Mutex::new(())),
+                placement: Placement::default(),
             }));
         }
-        Ok(WorkdirRegistry {
-            workdirs: Arc::new(workdirs),
-        })
+        let workdirs = Arc::new(workdirs);
+        watch_mounts(&workdirs);
+        Ok(WorkdirRegistry { workdirs })
     }
 
     /// The workdir named `alias` (exact match).
@@ -88,6 +93,12 @@ impl WorkdirRegistry {
             .iter()
             .find(|w| w.config.alias.as_str() == alias)
             .cloned()
+    }
+
+    /// Logs where each workdir's small calls run (at start-up, once
+    /// logging is set up; the mount watcher logs later changes).
+    pub fn log_placements(&self) {
+        self.workdirs.iter().for_each(|w| log_placement(w));
     }
 
     /// All workdirs in configuration order.

@@ -22,6 +22,7 @@ mod mutations;
 mod newcomer;
 mod oauth;
 mod paging;
+mod placement;
 mod progress;
 mod protocol_errors;
 mod race;
