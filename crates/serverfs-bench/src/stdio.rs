@@ -101,11 +101,12 @@ impl StdioServer {
     /// Calls a tool; fails on protocol errors and on `isError` results.
     /// Returns the structured content.
     pub fn call(&mut self, tool: &str, arguments: Value) -> Result<Value, String> {
-        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
+        let mut result =
+            self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
         if result["isError"] == json!(true) {
             return Err(format!("{tool} returned an error: {}", result["content"]));
         }
-        Ok(result["structuredContent"].clone())
+        Ok(result["structuredContent"].take())
     }
 
     /// Calls a tool and returns the whole answer, error or not: the
@@ -162,16 +163,17 @@ impl StdioServer {
     fn message(&mut self, id: u64, method: &str) -> Result<Result<Value, Value>, String> {
         loop {
             let line = self.line()?;
-            let message: Value = serde_json::from_slice(&line)
+            let mut message: Value = serde_json::from_slice(&line)
                 .map_err(|e| format!("{method}: answer is not JSON: {e}"))?;
             // Notifications and requests from the server are not answers.
             if message["id"] != json!(id) || message.get("method").is_some() {
                 continue;
             }
-            if let Some(error) = message.get("error") {
-                return Ok(Err(error.clone()));
+            // Taken, not cloned: the client's own work stays one parse.
+            if let Some(error) = message.get_mut("error") {
+                return Ok(Err(error.take()));
             }
-            return Ok(Ok(message["result"].clone()));
+            return Ok(Ok(message["result"].take()));
         }
     }
 

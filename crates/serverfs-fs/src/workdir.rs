@@ -163,11 +163,17 @@ impl Workdir {
         self.root.as_fd()
     }
 
-    /// Opens the directory holding `path`'s final component (the root for
-    /// the root itself) as an `O_PATH` descriptor.
-    pub(crate) fn open_parent(&self, path: &RelPath) -> Result<OwnedFd, FsError> {
-        let parent = path.split_last().map_or(&[][..], |(parent, _)| parent);
-        self.resolver.open_dir(self.root_fd(), parent)
+    /// The directory holding `path`'s final component (the root for the
+    /// root itself): the root's own descriptor when that is it, else one
+    /// opened beneath it (`O_PATH`).
+    pub(crate) fn open_parent(&self, path: &RelPath) -> Result<ParentDir<'_>, FsError> {
+        match path.split_last() {
+            Some((parent, _)) if !parent.is_empty() => self
+                .resolver
+                .open_dir(self.root_fd(), parent)
+                .map(ParentDir::Opened),
+            _ => Ok(ParentDir::Root(self.root_fd())),
+        }
     }
 
     /// Opens the directory at `path` (`O_RDONLY | O_DIRECTORY`), resolved
@@ -276,6 +282,22 @@ impl Workdir {
                 let parent = self.open_parent(path)?;
                 statat(parent.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_err(FsError::from_errno)
             }
+        }
+    }
+}
+
+/// A path's parent directory. The root is borrowed, not reopened: a
+/// top-level path costs no open and close of its own.
+pub(crate) enum ParentDir<'w> {
+    Root(BorrowedFd<'w>),
+    Opened(OwnedFd),
+}
+
+impl AsFd for ParentDir<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            ParentDir::Root(root) => *root,
+            ParentDir::Opened(fd) => fd.as_fd(),
         }
     }
 }
