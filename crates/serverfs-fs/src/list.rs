@@ -26,7 +26,7 @@ pub struct DirEntryInfo {
 }
 
 /// A page of a directory listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirectoryPage {
     /// Entries in byte order of their names.
     pub entries: Vec<DirEntryInfo>,
@@ -59,6 +59,26 @@ impl Workdir {
         offset: usize,
         limit: usize,
     ) -> Result<DirectoryPage, FsError> {
+        // No directory holds more than `usize::MAX` names: never `None`.
+        Ok(self
+            .list_directory_within(path, offset, limit, usize::MAX)?
+            .unwrap_or_default())
+    }
+
+    /// [`Workdir::list_directory`], giving up (`None`) as soon as the
+    /// directory has more than `max_names` entries: for a caller that lists
+    /// a small directory where it stands and a big one elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Workdir::list_directory`].
+    pub fn list_directory_within(
+        &self,
+        path: &RelPath,
+        offset: usize,
+        limit: usize,
+        max_names: usize,
+    ) -> Result<Option<DirectoryPage>, FsError> {
         let dir_fd = self.open_directory(path)?;
         // Read straight from the new descriptor into one buffer: rustix's
         // `Dir` would first duplicate the descriptor (two more syscalls) and
@@ -79,6 +99,9 @@ impl Workdir {
             };
             if name == "." || name == ".." || !self.policy().is_visible(path, name) {
                 continue;
+            }
+            if names.len() == max_names {
+                return Ok(None);
             }
             names.push(name.to_owned());
         }
@@ -106,10 +129,10 @@ impl Workdir {
                 modified_at: rfc3339_seconds(stat.st_mtime),
             });
         }
-        Ok(DirectoryPage {
+        Ok(Some(DirectoryPage {
             entries,
             total,
             has_more: offset.saturating_add(limit) < total,
-        })
+        }))
     }
 }

@@ -6,7 +6,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, fstat, openat, statat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, StatxFlags, fstat, openat, statat, statx};
 use rustix::io::Errno;
 
 use crate::line_index::LineIndexes;
@@ -157,6 +157,15 @@ impl Workdir {
         ));
         let deleted = target.as_os_str().as_bytes().ends_with(b" (deleted)");
         (target.is_absolute() && !deleted).then_some(target)
+    }
+
+    /// The ID of the mount the open root is on (as the mount table's first
+    /// field names it); `None` on kernels before 5.8, which do not say.
+    pub fn root_mount_id(&self) -> Option<u64> {
+        let stat = statx(self.root_fd(), "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
+        StatxFlags::from_bits_retain(stat.stx_mask)
+            .contains(StatxFlags::MNT_ID)
+            .then_some(stat.stx_mnt_id)
     }
 
     pub(crate) fn root_fd(&self) -> BorrowedFd<'_> {

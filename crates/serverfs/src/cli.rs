@@ -286,7 +286,7 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
     };
     crate::logging::init(config.server.log_level.as_str());
     log_startup(&config, if http.is_some() { "http" } else { "stdio" });
-    registry.log_placements();
+    registry.watch_mounts();
     crate::rlimit::raise_open_files();
     // With the Agent Bridge enabled every mutation takes the workdir's
     // cross-process writer lease; otherwise no lock file is ever touched.

@@ -82,3 +82,23 @@ fs_test!(deny_globs_filter_listing_by_full_path, |t, resolver| {
     let names: Vec<&str> = page.entries.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["public"]);
 });
+
+fs_test!(list_within_gives_up_past_its_name_budget, |t, resolver| {
+    for name in ["a", "b", "c", "d", "e"] {
+        t.file(&format!("d/{name}.txt"), name);
+    }
+    // Hidden names are not listed, so not counted either.
+    t.file("d/.hidden", "not counted");
+    let w = open_with(t, resolver, PathPolicy::new(false, true, &[]).unwrap());
+    let d = RelPath::parse("d").unwrap();
+    let whole = w.list_directory(&d, 1, 2).unwrap();
+    // Five visible names fit a budget of five, with the same page.
+    assert_eq!(w.list_directory_within(&d, 1, 2, 5).unwrap(), Some(whole));
+    assert_eq!(w.list_directory_within(&d, 1, 2, 4).unwrap(), None);
+    assert_eq!(
+        w.list_directory_within(&RelPath::parse("nope").unwrap(), 0, 2, 4)
+            .unwrap_err()
+            .code(),
+        ErrorCode::PathNotFound
+    );
+});

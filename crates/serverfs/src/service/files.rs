@@ -13,8 +13,12 @@ use crate::mcp::results::{
     Access, AgentModeName, EntryInfo, EntryType, ListDirectoryResult, ListWorkdirsResult,
     ReadTextFileResult, StatFileResult, WorkdirInfo,
 };
-use crate::service::placement::run_placed;
+use crate::service::placement::{Panicked, run_placed};
 use crate::service::{WorkdirHandle, WorkdirRegistry, WriterLease};
+
+/// The most names a directory may hold to be listed inline (read and
+/// sorted in about a millisecond); a bigger one is listed on the pool.
+const INLINE_LISTING_NAMES: usize = 4096;
 
 /// The default `max_lines` of `read_text_file`.
 pub const DEFAULT_MAX_LINES: u64 = 200;
@@ -101,14 +105,29 @@ impl FileService {
         .min(u64::from(self.settings.max_list_entries));
         let (workdir, path) = self.locate(&params.workdir, &params.path, audit)?;
         let offset = params.offset;
-        let page = run_bounded(&workdir, &path, move |workdir, path| {
-            workdir.fs.list_directory(
-                path,
-                usize::try_from(offset).unwrap_or(usize::MAX),
-                usize::try_from(limit).unwrap_or(usize::MAX),
-            )
-        })
-        .await?;
+        let (offset_at, count) = (
+            usize::try_from(offset).unwrap_or(usize::MAX),
+            usize::try_from(limit).unwrap_or(usize::MAX),
+        );
+        // All names are read and sorted: inline only while that is small.
+        let small = if workdir.placement.inline() {
+            run_kernel(true, &workdir, &path, move |workdir, path| {
+                let fs = &workdir.fs;
+                fs.list_directory_within(path, offset_at, count, INLINE_LISTING_NAMES)
+            })
+            .await?
+        } else {
+            None
+        };
+        let page = match small {
+            Some(page) => page,
+            None => {
+                run_blocking(&workdir, &path, move |workdir, path| {
+                    workdir.fs.list_directory(path, offset_at, count)
+                })
+                .await?
+            }
+        };
         let entries: Vec<EntryInfo> = page
             .entries
             .into_iter()
@@ -297,9 +316,13 @@ async fn run_kernel<T: Send + 'static>(
         Ok(result) => {
             result.map_err(|e| ToolError::fs(e, workdir.config.alias.as_str(), &path.as_string()))
         }
-        Err(failure) => Err(ToolError::internal(format!(
-            "filesystem task failed: {failure}"
-        ))),
+        Err(Panicked) => {
+            tracing::error!(
+                event = "kernel_panicked",
+                workdir = workdir.config.alias.as_str()
+            );
+            Err(ToolError::internal("the filesystem call failed"))
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use serverfs_config::{Config, WorkdirConfig};
 use serverfs_fs::{FsError, PathPolicy, Resolver, Workdir};
 use thiserror::Error;
 
-use crate::service::placement::{Placement, log_placement, watch_mounts};
+use crate::service::placement::{Placement, watch_mounts};
 
 /// One workdir: its effective configuration and its open root.
 #[derive(Debug)]
@@ -82,9 +82,9 @@ impl WorkdirRegistry {
                 placement: Placement::default(),
             }));
         }
-        let workdirs = Arc::new(workdirs);
-        watch_mounts(&workdirs);
-        Ok(WorkdirRegistry { workdirs })
+        Ok(WorkdirRegistry {
+            workdirs: Arc::new(workdirs),
+        })
     }
 
     /// The workdir named `alias` (exact match).
@@ -95,10 +95,12 @@ impl WorkdirRegistry {
             .cloned()
     }
 
-    /// Logs where each workdir's small calls run (at start-up, once
-    /// logging is set up; the mount watcher logs later changes).
-    pub fn log_placements(&self) {
-        self.workdirs.iter().for_each(|w| log_placement(w));
+    /// Decides (and logs) where each workdir's small calls run, and starts
+    /// the thread that decides again when the mount table changes; until
+    /// then every call goes to the blocking pool. For a serving process,
+    /// once logging is set up.
+    pub fn watch_mounts(&self) {
+        watch_mounts(&self.workdirs);
     }
 
     /// All workdirs in configuration order.
