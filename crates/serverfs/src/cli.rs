@@ -309,9 +309,10 @@ fn serve(args: &ServeArgs, env: &BTreeMap<String, String>) -> ExitCode {
         .max();
     let max_message_bytes = crate::jsonrpc::max_message_bytes(largest_binary_cap);
     // One client over stdio sends one request at a time, mostly: a single
-    // async thread (the kernel work still goes to the blocking pool) saves
-    // the hand-offs between workers that a multi-thread runtime makes on
-    // every call. HTTP serves many clients and keeps the worker pool.
+    // async thread saves the hand-offs between workers that a multi-thread
+    // runtime makes on every call (kernel work that may block still goes to
+    // the blocking pool: service::placement). HTTP serves many clients and
+    // keeps the worker pool.
     let mut builder = match http {
         Some(_) => tokio::runtime::Builder::new_multi_thread(),
         None => tokio::runtime::Builder::new_current_thread(),
