@@ -106,7 +106,10 @@ impl StdioServer {
         if result["isError"] == json!(true) {
             return Err(format!("{tool} returned an error: {}", result["content"]));
         }
-        Ok(result["structuredContent"].take())
+        Ok(result
+            .get_mut("structuredContent")
+            .map(Value::take)
+            .unwrap_or_default())
     }
 
     /// Calls a tool and returns the whole answer, error or not: the
@@ -173,7 +176,10 @@ impl StdioServer {
             if let Some(error) = message.get_mut("error") {
                 return Ok(Err(error.take()));
             }
-            return Ok(Ok(message["result"].take()));
+            return Ok(Ok(message
+                .get_mut("result")
+                .map(Value::take)
+                .unwrap_or_default()));
         }
     }
 

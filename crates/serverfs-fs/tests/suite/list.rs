@@ -95,6 +95,14 @@ fs_test!(list_within_gives_up_past_its_name_budget, |t, resolver| {
     // Five visible names fit a budget of five, with the same page.
     assert_eq!(w.list_directory_within(&d, 1, 2, 5).unwrap(), Some(whole));
     assert_eq!(w.list_directory_within(&d, 1, 2, 4).unwrap(), None);
+    // A budget of none lists an empty directory and nothing else.
+    t.dir("empty");
+    let empty = w
+        .list_directory_within(&RelPath::parse("empty").unwrap(), 0, 2, 0)
+        .unwrap()
+        .expect("an empty directory fits any budget");
+    assert_eq!((empty.entries.len(), empty.total), (0, 0));
+    assert_eq!(w.list_directory_within(&d, 0, 2, 0).unwrap(), None);
     assert_eq!(
         w.list_directory_within(&RelPath::parse("nope").unwrap(), 0, 2, 4)
             .unwrap_err()

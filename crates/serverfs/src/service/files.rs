@@ -109,17 +109,21 @@ impl FileService {
             usize::try_from(offset).unwrap_or(usize::MAX),
             usize::try_from(limit).unwrap_or(usize::MAX),
         );
-        // All names are read and sorted: inline only while that is small.
-        let small = if workdir.placement.inline() {
-            run_kernel(true, &workdir, &path, move |workdir, path| {
-                let fs = &workdir.fs;
-                fs.list_directory_within(path, offset_at, count, INLINE_LISTING_NAMES)
-            })
-            .await?
+        // Every name is read and sorted, so a listing runs inline only while
+        // the directory is small; a bigger one is listed again on the pool.
+        let inline = workdir.placement.inline();
+        let budget = if inline {
+            INLINE_LISTING_NAMES
         } else {
-            None
+            usize::MAX
         };
-        let page = match small {
+        let listed = run_kernel(inline, &workdir, &path, move |workdir, path| {
+            workdir
+                .fs
+                .list_directory_within(path, offset_at, count, budget)
+        })
+        .await?;
+        let page = match listed {
             Some(page) => page,
             None => {
                 run_blocking(&workdir, &path, move |workdir, path| {

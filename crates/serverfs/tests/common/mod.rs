@@ -277,6 +277,15 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The log lines so far whose `event` is `event`, in order.
+    pub fn log_events(&self, event: &str) -> Vec<Value> {
+        self.stderr()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|log| log["event"] == event)
+            .collect()
+    }
+
     /// Closes the client and waits for the child to exit.
     pub async fn shutdown(self) -> Vec<String> {
         let stderr = self.stderr.clone();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags, open};
 use rustix::mount::{MountFlags, UnmountFlags, mount, unmount};
-use serde_json::{Value, json};
+use serde_json::json;
 use serverfs_testkit::TempWorkdir;
 
 use crate::common::Server;
@@ -81,10 +81,9 @@ fn workdir() -> TempWorkdir {
 /// The `inline` value of the last `kernel_placement` line for `workdir`.
 fn placement_logged(server: &Server, workdir: &str) -> Option<bool> {
     server
-        .stderr()
+        .log_events("kernel_placement")
         .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .rfind(|log| log["event"] == "kernel_placement" && log["workdir"] == workdir)
+        .rfind(|log| log["workdir"] == workdir)
         .and_then(|log| log["inline"].as_bool())
 }
 

@@ -82,10 +82,9 @@ fn call_request(tool: &str, args: Value) -> ClientRequest {
 /// The `tool_call` audit lines of `tool` logged so far.
 fn audits(server: &Server, tool: &str) -> Vec<Value> {
     server
-        .stderr()
-        .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|line| line["event"] == "tool_call" && line["tool"] == tool)
+        .log_events("tool_call")
+        .into_iter()
+        .filter(|line| line["tool"] == tool)
         .collect()
 }
 
