@@ -593,9 +593,9 @@ impl Daemon {
 
     /// [`Daemon::submit_with`], retried while it fails with `WORKDIR_BUSY`
     /// (a cancelled or interrupted task's runner holds the writer lease
-    /// until its provider is stopped, after the task turned terminal);
-    /// returns the task id. Panics on any other
-    /// error or after [`WAIT`].
+    /// until its provider is stopped, after the task turned terminal; the
+    /// Bridge's submission waits for that only so long); returns the task
+    /// id. Panics on any other error or after [`WAIT`].
     pub fn wait_submit(&self, overrides: Value) -> String {
         let deadline = Instant::now() + WAIT;
         loop {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serverfs_lease::{GuardRecord, GuardRemoval, GuardWrite, HeldLease, ProviderLiveness};
+use serverfs_lease::{GuardRecord, GuardRemoval, GuardWrite, HeldLease, LeaseId, ProviderLiveness};
 use serverfs_protocol::bridge::{BridgeErrorCode, EpochMillis};
 use tokio::sync::{oneshot, watch};
 
@@ -42,6 +42,9 @@ pub(crate) struct LiveTask {
     /// Set once a workspace-write task's lease is gone: the guard can no
     /// longer be updated, so recording a provider must fail.
     lease_released: std::sync::atomic::AtomicBool,
+    /// Set once the lease's lock is let go, after the guard decision: a
+    /// submission waiting for this workdir is woken by it.
+    lease_freed: watch::Sender<bool>,
     stop: watch::Sender<Option<StopReason>>,
     /// When the presented interaction lapses; `None` when none is
     /// presented. The runner sleeps on it.
@@ -62,6 +65,7 @@ impl LiveTask {
             task_id,
             lease: Mutex::new(lease.map(|(held, guard)| Lease { held, guard })),
             lease_released: std::sync::atomic::AtomicBool::new(false),
+            lease_freed: watch::channel(false).0,
             stop: watch::channel(None).0,
             expiry: watch::channel(None).0,
             waiters: Mutex::new(HashMap::new()),
@@ -168,10 +172,7 @@ impl LiveTask {
     fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), AgentError> {
         let mut lease = lock(&self.lease);
         let Some(lease) = lease.as_mut() else {
-            if self
-                .lease_released
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+            if self.lease_released() {
                 return Err(AgentError::new(
                     BridgeErrorCode::WorkdirRecoveryRequired,
                     "the task's writer lease is already released: a provider can no longer be recorded",
@@ -195,6 +196,32 @@ impl LiveTask {
     /// The provider process groups recorded during the turn.
     pub fn groups(&self) -> Vec<ProcessGroupId> {
         lock(&self.groups).clone()
+    }
+
+    /// Whether this task holds the writer lease `id` and was asked to stop:
+    /// its state is already stored (terminal-first) but its provider may
+    /// still be stopping, so the lease goes within the runner's bounds.
+    pub fn is_stopping_writer_of(&self, id: &LeaseId) -> bool {
+        self.stop_reason().is_some()
+            && lock(&self.lease)
+                .as_ref()
+                .is_some_and(|lease| lease.held.id() == id)
+    }
+
+    /// Resolves once the task's writer lease is let go (at once for a task
+    /// that never held one or has let it go already).
+    pub async fn lease_freed(&self) {
+        let mut freed = self.lease_freed.subscribe();
+        if lock(&self.lease).is_none() && !self.lease_released() {
+            return;
+        }
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = freed.wait_for(|freed| *freed).await;
+    }
+
+    fn lease_released(&self) -> bool {
+        self.lease_released
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Removes the guard if `liveness` proves the provider stopped, then
@@ -221,14 +248,19 @@ impl LiveTask {
                 "recovery guard could not be removed"
             ),
         }
+        drop(lease);
+        self.lease_freed.send_replace(true);
     }
 
     /// Releases the lease without touching the guard (shutdown past its
     /// bound: the provider's state is unknown, so the guard stays).
     pub fn release_lease(&self) {
-        if lock(&self.lease).take().is_some() {
+        let taken = lock(&self.lease).take();
+        if let Some(lease) = taken {
             self.lease_released
                 .store(true, std::sync::atomic::Ordering::SeqCst);
+            drop(lease);
+            self.lease_freed.send_replace(true);
         }
     }
 }

@@ -1,11 +1,13 @@
 //! `task.submit` (spec-agent-bridge.md §3.4): checks in the spec's order,
-//! the idempotency fast path before authorization, then — under the submit
-//! lock — the writer lease, the `queued` row, the recovery guard and the
-//! runner. Returns before the task runs.
+//! the idempotency fast path before authorization, a bounded wait for a
+//! task on the same workdir that has ended but is still stopping, then —
+//! under the submit lock — the writer lease, the `queued` row, the recovery
+//! guard and the runner. Returns before the task runs.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use serverfs_lease::{GuardRecord, GuardWrite, HeldLease};
+use serverfs_lease::{GuardRecord, GuardWrite, HeldLease, LeaseError, LeaseId};
 use serverfs_protocol::bridge::{
     AgentProfile, BridgeErrorCode, EventPayload, TaskStatus, TaskSubmitParams, TaskSubmitResult,
 };
@@ -23,6 +25,16 @@ use crate::store::{
 };
 use serverfs_agent_runtime::AgentError;
 use serverfs_agent_runtime::TaskContext;
+
+/// How long a workspace-write submission waits for a task on the same
+/// workdir that has already ended from outside (cancelled, timed out) to
+/// stop its provider and let go of the writer lease. The end is stored
+/// before the provider is stopped (terminal-first), so without this wait a
+/// client that submits right after seeing `cancelled` would be refused for
+/// that moment. It covers a provider's `SIGTERM` grace (2 s) with room to
+/// spare and stays far below a Bridge client's call timeout (30 s); a
+/// provider slower than this leaves the submission `WORKDIR_BUSY`.
+const STOPPING_WRITER_WAIT: Duration = Duration::from_secs(5);
 
 fn invalid(message: &str) -> AgentError {
     AgentError::new(BridgeErrorCode::InvalidRequest, message.to_owned())
@@ -156,6 +168,13 @@ impl Core {
             &self.settings,
         );
 
+        let stopping = match profile {
+            AgentProfile::WorkspaceWrite => {
+                self.await_stopping_writer(&authorized.workdir.lease).await
+            }
+            AgentProfile::Review => None,
+        };
+
         let _serial = self.submit_lock.lock().await;
         // Shutdown takes this lock after setting `closing`: a submission
         // either registers its task before shutdown lists them, or is
@@ -165,7 +184,9 @@ impl Core {
             return Ok(existing);
         }
         let held = match profile {
-            AgentProfile::WorkspaceWrite => Some(self.take_lease(&authorized).await?),
+            AgentProfile::WorkspaceWrite => {
+                Some(self.take_lease(&authorized, stopping.as_deref()).await?)
+            }
             AgentProfile::Review => None,
         };
         let task_id = new_task_id()?;
@@ -290,12 +311,39 @@ impl Core {
         Ok(Some(session))
     }
 
+    /// Waits, at most [`STOPPING_WRITER_WAIT`], until no task that has
+    /// ended but is still stopping its provider holds `lease`. Returns the
+    /// id of the task still stopping when the wait ran out.
+    async fn await_stopping_writer(&self, lease: &LeaseId) -> Option<String> {
+        let stopping = self
+            .live_tasks()
+            .values()
+            .find(|live| live.is_stopping_writer_of(lease))
+            .cloned()?;
+        let freed = tokio::time::timeout(STOPPING_WRITER_WAIT, stopping.lease_freed()).await;
+        freed.is_err().then(|| stopping.task_id.clone())
+    }
+
     /// Takes the workdir's writer lease without waiting, after settling a
     /// recovery guard left by an earlier task (lazy reconciliation).
-    async fn take_lease(&self, authorized: &Authorized<'_>) -> ServiceResult<HeldLease> {
+    /// `stopping` names a task that has ended but still stops its
+    /// provider: a busy lease is then explained by it.
+    async fn take_lease(
+        &self,
+        authorized: &Authorized<'_>,
+        stopping: Option<&str>,
+    ) -> ServiceResult<HeldLease> {
         let lease = authorized.workdir.lease.clone();
         let lock_dir = self.settings.lock_dir.clone();
-        let held = serverfs_lease::hold(&lock_dir, &lease).map_err(lease_error)?;
+        let held = serverfs_lease::hold(&lock_dir, &lease).map_err(|error| match (&error, stopping) {
+            (LeaseError::Busy { label }, Some(task_id)) => AgentError::new(
+                BridgeErrorCode::WorkdirBusy,
+                format!(
+                    "{label} is still held by task {task_id}, which has ended but whose agent is still stopping; retry in a few seconds"
+                ),
+            ),
+            _ => lease_error(error),
+        })?;
         self.reconcile_guard_lazily(&held).await?;
         Ok(held)
     }

@@ -401,3 +401,127 @@ async fn service_a_dropped_provider_does_not_keep_the_workdir_blocked() {
     }
     assert_eq!(guards(&setup), Vec::new());
 }
+
+/// A turn that takes `hold` to end and ignores the runner's cancel (the
+/// test adapter has no turn to interrupt), as a provider slow to stop.
+fn slow_to_stop(hold: Duration) -> BoxFuture<'static, TurnOutcome> {
+    Box::pin(async move {
+        tokio::time::sleep(hold).await;
+        TurnOutcome::completed("stopped at last", NativeIds::default())
+    })
+}
+
+/// Stops 3 s after it starts, within the submission's wait (5 s).
+fn stops_in_three_seconds(
+    _ctx: TaskContext,
+    _host: Arc<dyn Host>,
+) -> BoxFuture<'static, TurnOutcome> {
+    slow_to_stop(Duration::from_secs(3))
+}
+
+/// Stops 9 s after it starts, past the submission's wait (5 s) and within
+/// the runner's interrupt bound (10 s).
+fn stops_in_nine_seconds(
+    _ctx: TaskContext,
+    _host: Arc<dyn Host>,
+) -> BoxFuture<'static, TurnOutcome> {
+    slow_to_stop(Duration::from_secs(9))
+}
+
+/// A service whose `fake` turns are `run`, over lease artifacts prepared
+/// as the daemon would, with one running workspace-write task just
+/// cancelled: the service and the cancelled task's id.
+async fn just_cancelled_writer(
+    setup: &Setup,
+    run: fn(TaskContext, Arc<dyn Host>) -> BoxFuture<'static, TurnOutcome>,
+) -> (TaskService, Store, String) {
+    serverfs_lease::prepare_artifacts(
+        &setup.lock_dir(),
+        serverfs_lease::ArtifactAccess::Private,
+        &[demo_lease()],
+    )
+    .unwrap();
+    let (service, store) = start_with(
+        setup,
+        Duration::from_secs(3600),
+        Arc::new(TestAdapter::new(run)),
+    )
+    .await;
+    let task = submit(&service, writer("first")).await;
+    wait_status(&service, &task, "running").await;
+    let cancelled = call(
+        &service,
+        TaskCancelParams {
+            task_id: task.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    (service, store, task)
+}
+
+/// A workspace-write submission of `prompt` to `demo`.
+fn writer(prompt: &str) -> TaskSubmitParams {
+    let mut params = review(prompt, None);
+    params.profile = "workspace-write".into();
+    params
+}
+
+/// Cancel, then submit at once: the cancellation is stored before the
+/// provider stops (terminal-first), and the submission waits for the
+/// stopping task to let go of the workdir instead of answering
+/// `WORKDIR_BUSY` to a client that was just told the task is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_a_submission_right_after_a_cancel_waits_for_the_stopping_writer() {
+    let setup = Setup::new();
+    let (service, store, cancelled) = just_cancelled_writer(&setup, stops_in_three_seconds).await;
+    // The provider is still stopping: the lease is held for ServerFS's
+    // mutations, which do not wait.
+    assert_eq!(mcp_mutation(&setup), Err("WORKDIR_BUSY"));
+
+    let next = submit(&service, writer("second")).await;
+    assert_eq!(
+        call(&service, get(&cancelled)).await.unwrap()["status"],
+        "cancelled"
+    );
+    let done = wait_status(&service, &next, "succeeded").await;
+    assert_eq!(done["final_response"], "stopped at last");
+    service.shutdown().await;
+    store.close().unwrap();
+}
+
+/// A provider slower to stop than the submission's wait: `WORKDIR_BUSY`,
+/// saying which ended task still holds the workdir; once it has stopped,
+/// the next submission is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_a_writer_slower_to_stop_than_the_wait_is_named_in_workdir_busy() {
+    let setup = Setup::new();
+    let (service, store, cancelled) = just_cancelled_writer(&setup, stops_in_nine_seconds).await;
+
+    let refused = match service
+        .handle(PEER, Request::new("r", writer("second")))
+        .await
+    {
+        Response::Failure { error, .. } => error,
+        Response::Success { result, .. } => panic!("accepted while the writer stops: {result:?}"),
+    };
+    assert_eq!(refused.code.as_str(), "WORKDIR_BUSY");
+    assert!(
+        refused.message.contains(&cancelled) && refused.message.contains("still stopping"),
+        "{}",
+        refused.message
+    );
+
+    let deadline = Instant::now() + WAIT;
+    let next = loop {
+        match call(&service, writer("third")).await {
+            Ok(result) => break result["task_id"].as_str().unwrap().to_owned(),
+            Err(code) if code == "WORKDIR_BUSY" && Instant::now() < deadline => {}
+            Err(code) => panic!("the workdir stayed blocked: {code}"),
+        }
+    };
+    wait_status(&service, &next, "succeeded").await;
+    service.shutdown().await;
+    store.close().unwrap();
+}
