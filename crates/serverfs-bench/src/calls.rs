@@ -32,9 +32,10 @@ pub fn rows(setup: &Setup) -> Result<Vec<Row>, String> {
         crate::measure::path_str(&dir)?,
         crate::measure::path_str(&file)?,
     );
-    // list_directory is compared twice: with the reference's plain listing
-    // (names and types only) and with its listing with sizes, which, like
-    // ours, stats every entry.
+    // list_directory is compared with the reference's plain listing (names
+    // and types only) both as it is by default and without metadata (the
+    // same facts), and with the reference's listing with sizes, which, like
+    // our default, stats every entry.
     let cases = [
         Case {
             figure: "stat_file",
@@ -54,6 +55,13 @@ pub fn rows(setup: &Setup) -> Result<Vec<Row>, String> {
             figure: "list_directory 50 entries",
             tool: "list_directory",
             arguments: json!({"workdir": "a", "path": "dir0000"}),
+            peer_tool: "list_directory",
+            peer_arguments: json!({"path": dir}),
+        },
+        Case {
+            figure: "list_directory 50 entries, metadata false",
+            tool: "list_directory",
+            arguments: json!({"workdir": "a", "path": "dir0000", "metadata": false}),
             peer_tool: "list_directory",
             peer_arguments: json!({"path": dir}),
         },

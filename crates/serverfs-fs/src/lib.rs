@@ -52,7 +52,7 @@ pub use control::Control;
 pub use edit::{EditLimits, EditOutcome, MAX_DIFF_BYTES, TextEdit, apply_edits};
 pub use error::FsError;
 pub use find::{FindLimits, FindResult, NamePattern};
-pub use list::{DirEntryInfo, DirectoryPage};
+pub use list::{DirEntryInfo, DirectoryPage, EntryDetail};
 pub use mounts::MountTable;
 pub use mutate::{Deleted, Replaced};
 pub use policy::{PathPolicy, RESERVED_SENTINEL, RESERVED_TEMP_PREFIX, is_reserved};

@@ -1,7 +1,7 @@
 //! `list_directory`: one sorted, policy-filtered page of a directory.
 
 use rustix::fd::AsFd;
-use rustix::fs::{AtFlags, RawDir, statat};
+use rustix::fs::{AtFlags, FileType, RawDir, statat};
 use rustix::io::Errno;
 
 use crate::timefmt::rfc3339_seconds;
@@ -10,6 +10,19 @@ use crate::{EntryKind, FsError, RelPath, Workdir};
 /// The `getdents` buffer of a listing: a few hundred names per call.
 const DIRENT_BUFFER_BYTES: usize = 32 * 1024;
 
+/// How much a listing says of each entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryDetail {
+    /// Name, path and kind. The kind comes from the directory itself
+    /// (`d_type`), so an entry is stat'ed only on a filesystem that does
+    /// not record kinds there: a listing costs the reading of the
+    /// directory, not a syscall per entry.
+    Kinds,
+    /// Kind, size and modification time from a no-follow stat of every
+    /// listed entry.
+    Metadata,
+}
+
 /// One listed entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntryInfo {
@@ -17,12 +30,13 @@ pub struct DirEntryInfo {
     pub name: String,
     /// Workdir-relative path of the entry, normalized.
     pub path: String,
-    /// Kind, from a no-follow stat.
+    /// Kind of the entry itself (a symlink is not followed).
     pub kind: EntryKind,
-    /// Size in bytes for regular files.
+    /// Size in bytes for regular files, with [`EntryDetail::Metadata`].
     pub size: Option<u64>,
-    /// Modification time of the entry itself.
-    pub modified_at: String,
+    /// Modification time of the entry itself, with
+    /// [`EntryDetail::Metadata`].
+    pub modified_at: Option<String>,
 }
 
 /// A page of a directory listing.
@@ -38,7 +52,7 @@ pub struct DirectoryPage {
 
 impl Workdir {
     /// Lists the visible entries of the directory at `path`, sorted by name,
-    /// returning `limit` of them starting at `offset`.
+    /// returning `limit` of them starting at `offset`, each with `detail`.
     ///
     /// Hidden, denied and reserved entries are left out as if absent;
     /// names that are not UTF-8 cannot be named by a client and are left
@@ -47,7 +61,8 @@ impl Workdir {
     /// stat'ing them are skipped.
     ///
     /// Memory is proportional to the number of names in the directory (to
-    /// sort them); only the returned page is stat'ed.
+    /// sort them); only the returned page is stat'ed, and only as `detail`
+    /// needs.
     ///
     /// # Errors
     ///
@@ -58,10 +73,11 @@ impl Workdir {
         path: &RelPath,
         offset: usize,
         limit: usize,
+        detail: EntryDetail,
     ) -> Result<DirectoryPage, FsError> {
         // No directory holds more than `usize::MAX` names: never `None`.
         Ok(self
-            .list_directory_within(path, offset, limit, usize::MAX)?
+            .list_directory_within(path, offset, limit, detail, usize::MAX)?
             .unwrap_or_default())
     }
 
@@ -77,6 +93,7 @@ impl Workdir {
         path: &RelPath,
         offset: usize,
         limit: usize,
+        detail: EntryDetail,
         max_names: usize,
     ) -> Result<Option<DirectoryPage>, FsError> {
         let dir_fd = self.open_directory(path)?;
@@ -103,9 +120,9 @@ impl Workdir {
             if names.len() == max_names {
                 return Ok(None);
             }
-            names.push(name.to_owned());
+            names.push((name.to_owned(), entry.file_type()));
         }
-        names.sort_unstable();
+        names.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         let total = names.len();
         let mut entries = Vec::new();
         // The parent's path once, not a `RelPath` per entry.
@@ -114,19 +131,26 @@ impl Workdir {
         } else {
             path.as_string() + "/"
         };
-        for name in names.into_iter().skip(offset).take(limit) {
-            let stat = match statat(dir_fd.as_fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => stat,
-                Err(rustix::io::Errno::NOENT) => continue,
-                Err(errno) => return Err(FsError::from_errno(errno)),
+        for (name, file_type) in names.into_iter().skip(offset).take(limit) {
+            let listed = match (detail, file_type) {
+                (EntryDetail::Kinds, file_type) if file_type != FileType::Unknown => {
+                    Some((EntryKind::of_type(file_type), None, None))
+                }
+                _ => stat_entry(&dir_fd, &name, detail)?,
             };
-            let kind = EntryKind::of(&stat);
+            // Gone since the directory was read.
+            let Some((kind, size, modified_at)) = listed else {
+                continue;
+            };
+            let mut entry_path = String::with_capacity(prefix.len() + name.len());
+            entry_path.push_str(&prefix);
+            entry_path.push_str(&name);
             entries.push(DirEntryInfo {
-                path: format!("{prefix}{name}"),
+                path: entry_path,
                 name,
                 kind,
-                size: (kind == EntryKind::File).then(|| u64::try_from(stat.st_size).unwrap_or(0)),
-                modified_at: rfc3339_seconds(stat.st_mtime),
+                size,
+                modified_at,
             });
         }
         Ok(Some(DirectoryPage {
@@ -134,5 +158,72 @@ impl Workdir {
             total,
             has_more: offset.saturating_add(limit) < total,
         }))
+    }
+}
+
+/// What a listing says of an entry.
+type ListedFacts = (EntryKind, Option<u64>, Option<String>);
+
+/// The kind of the entry `name` of `dir_fd` from a no-follow stat, and, with
+/// [`EntryDetail::Metadata`], its size (files only) and modification time;
+/// `None` when the entry is gone.
+fn stat_entry(
+    dir_fd: &impl AsFd,
+    name: &str,
+    detail: EntryDetail,
+) -> Result<Option<ListedFacts>, FsError> {
+    let stat = match statat(dir_fd.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(FsError::from_errno(errno)),
+    };
+    let kind = EntryKind::of(&stat);
+    Ok(Some(match detail {
+        EntryDetail::Kinds => (kind, None, None),
+        EntryDetail::Metadata => (
+            kind,
+            (kind == EntryKind::File).then(|| u64::try_from(stat.st_size).unwrap_or(0)),
+            Some(rfc3339_seconds(stat.st_mtime)),
+        ),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::fs::{Mode, OFlags, open};
+
+    /// What a listing falls back to where `d_type` is `DT_UNKNOWN` (no
+    /// filesystem here produces it, so the fallback is called directly).
+    #[test]
+    fn an_entry_without_a_recorded_kind_is_stated_for_it_and_for_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "12345").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+        let fd = open(
+            dir.path(),
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let facts = |name: &str, detail| stat_entry(&fd, name, detail).unwrap();
+        assert_eq!(
+            facts("file", EntryDetail::Kinds),
+            Some((EntryKind::File, None, None))
+        );
+        assert_eq!(
+            facts("sub", EntryDetail::Kinds),
+            Some((EntryKind::Directory, None, None))
+        );
+        assert_eq!(
+            facts("link", EntryDetail::Kinds),
+            Some((EntryKind::Symlink, None, None))
+        );
+        let Some((kind, size, Some(modified))) = facts("file", EntryDetail::Metadata) else {
+            panic!("a file's metadata has its time");
+        };
+        assert_eq!((kind, size, modified.len()), (EntryKind::File, Some(5), 20));
+        assert_eq!(facts("gone", EntryDetail::Kinds), None);
     }
 }

@@ -55,7 +55,12 @@ pub enum EntryKind {
 
 impl EntryKind {
     pub(crate) fn of(stat: &Stat) -> EntryKind {
-        match FileType::from_raw_mode(stat.st_mode) {
+        EntryKind::of_type(FileType::from_raw_mode(stat.st_mode))
+    }
+
+    /// The kind of a known file type (`Unknown` is not one: stat first).
+    pub(crate) fn of_type(file_type: FileType) -> EntryKind {
+        match file_type {
             FileType::RegularFile => EntryKind::File,
             FileType::Directory => EntryKind::Directory,
             FileType::Symlink => EntryKind::Symlink,

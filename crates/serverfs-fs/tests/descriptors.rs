@@ -7,7 +7,7 @@
 #[macro_use]
 mod harness;
 
-use serverfs_fs::{PageLimits, PageStart, RelPath};
+use serverfs_fs::{EntryDetail, PageLimits, PageStart, RelPath};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
@@ -30,7 +30,8 @@ fs_test!(deep_paths_leak_no_descriptors, |t, resolver| {
     for _ in 0..50 {
         let page = w.read_text(&leaf, &PageStart::Line(1), limits).unwrap();
         assert_eq!(page.content, "leaf\n");
-        w.list_directory(&dir, 0, 10).unwrap();
+        w.list_directory(&dir, 0, 10, EntryDetail::Metadata)
+            .unwrap();
         w.stat(&leaf).unwrap();
         assert!(w.parse_path(&format!("{rel}/nope/x")).is_ok());
     }

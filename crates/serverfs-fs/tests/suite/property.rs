@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 
 use proptest::prelude::*;
-use serverfs_fs::{PageLimits, PageStart, RelPath, Resolver};
+use serverfs_fs::{EntryDetail, PageLimits, PageStart, RelPath, Resolver};
 use serverfs_testkit::TempWorkdir;
 
 use crate::harness::{open, resolvers};
@@ -121,7 +121,21 @@ fn check(
             page.content
         );
     }
-    if let Ok(page) = w.list_directory(&path, 0, 100) {
+    if let Ok(page) = w.list_directory(&path, 0, 100, EntryDetail::Metadata) {
+        // Kinds read from the directory agree with the stat'ed ones.
+        let kinds = w.list_directory(&path, 0, 100, EntryDetail::Kinds);
+        let kinds: Vec<_> = kinds
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| (e.path, e.kind))
+            .collect();
+        let stated: Vec<_> = page
+            .entries
+            .iter()
+            .map(|e| (e.path.clone(), e.kind))
+            .collect();
+        prop_assert_eq!(kinds, stated, "{:?}", input);
         for entry in page.entries {
             let host = t.root().join(&entry.path);
             let m = std::fs::symlink_metadata(&host).unwrap();

@@ -34,7 +34,7 @@ use serverfs_config::{
     Config, ConfigError, ConfigSource, DOCTOR_EXIT_CONFIG, DoctorReport, HttpAuth, SlotProblem,
     WorkdirConfig, one_line, plural, select_source,
 };
-use serverfs_fs::{PathPolicy, RelPath, Resolver, Workdir};
+use serverfs_fs::{EntryDetail, PathPolicy, RelPath, Resolver, Workdir};
 
 use crate::cli::DoctorArgs;
 use crate::service::lease_id;
@@ -206,7 +206,7 @@ fn check_workdir(report: &mut Report, workdir: &WorkdirConfig, resolver: Resolve
     report.ok(&check, "the confined kernel opens the root");
 
     let check = format!("workdir {alias} list");
-    match fs.list_directory(&RelPath::root(), 0, 1) {
+    match fs.list_directory(&RelPath::root(), 0, 1, EntryDetail::Metadata) {
         Ok(_) => report.ok(&check, "the root can be listed (policy-filtered, limit 1)"),
         Err(e) => return report.fail(&check, format!("the root cannot be listed: {e}")),
     }

@@ -153,6 +153,9 @@ pub struct ListDirectoryResult {
     pub returned: u64,
     /// True when more entries follow; call again with `offset + returned`.
     pub has_more: bool,
+    /// Whether entries carry their size and time: the text block's columns.
+    #[serde(skip)]
+    pub metadata: bool,
 }
 
 /// One directory entry.
@@ -165,10 +168,10 @@ pub struct EntryInfo {
     /// Kind (from the entry itself; symlinks are not followed).
     #[serde(rename = "type")]
     pub kind: EntryType,
-    /// Size in bytes, for files only.
+    /// Size in bytes, for files only; null when listed with `metadata: false`.
     pub size: Option<u64>,
-    /// Last modification, `YYYY-MM-DDTHH:MM:SSZ`.
-    pub modified_at: String,
+    /// Last modification, `YYYY-MM-DDTHH:MM:SSZ`; null when listed with `metadata: false`.
+    pub modified_at: Option<String>,
 }
 
 /// Result of `stat_file`.
@@ -246,22 +249,35 @@ impl ModelText for ListDirectoryResult {
     }
 
     fn body(&self) -> Option<Body> {
-        let mut text = String::new();
+        // Pushed piece by piece: `format_args!` machinery per column was
+        // most of this rendering's cost (issue 15's profile).
+        let mut text = String::with_capacity(self.entries.len() * 64);
         for entry in &self.entries {
-            let size = entry.size.map_or_else(|| "-".to_owned(), |s| s.to_string());
-            let _ = writeln!(
-                text,
-                "{}\t{size}\t{}\t{}",
-                entry.kind.as_str(),
-                entry.modified_at,
-                shown_path(&entry.path)
-            );
+            text.push_str(entry.kind.as_str());
+            text.push('\t');
+            if self.metadata {
+                match entry.size {
+                    Some(size) => {
+                        let _ = write!(text, "{size}");
+                    }
+                    None => text.push('-'),
+                }
+                text.push('\t');
+                text.push_str(entry.modified_at.as_deref().unwrap_or("-"));
+                text.push('\t');
+            }
+            text.push_str(&shown_path(&entry.path));
+            text.push('\n');
         }
+        let columns = if self.metadata {
+            "type, size in bytes (- if not a file), modified_at, path"
+        } else {
+            "type, path"
+        };
         Some(Body {
             field: "entries",
             note: format!(
-                "<{} below, one per line: type, size in bytes (- if not a file), modified_at, \
-                 path; tab-separated>",
+                "<{} below, one per line: {columns}; tab-separated>",
                 self.entries.len()
             ),
             text,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serverfs_config::{AgentMode, ServerSettings};
-use serverfs_fs::{EntryKind, FsError, PageLimits, PageStart, RelPath};
+use serverfs_fs::{EntryDetail, EntryKind, FsError, PageLimits, PageStart, RelPath};
 
 use crate::audit::AuditRecord;
 use crate::mcp::error::ToolError;
@@ -111,6 +111,11 @@ impl FileService {
         );
         // Every name is read and sorted, so a listing runs inline only while
         // the directory is small; a bigger one is listed again on the pool.
+        let detail = if params.metadata {
+            EntryDetail::Metadata
+        } else {
+            EntryDetail::Kinds
+        };
         let inline = workdir.placement.inline();
         let budget = if inline {
             INLINE_LISTING_NAMES
@@ -120,14 +125,14 @@ impl FileService {
         let listed = run_kernel(inline, &workdir, &path, move |workdir, path| {
             workdir
                 .fs
-                .list_directory_within(path, offset_at, count, budget)
+                .list_directory_within(path, offset_at, count, detail, budget)
         })
         .await?;
         let page = match listed {
             Some(page) => page,
             None => {
                 run_blocking(&workdir, &path, move |workdir, path| {
-                    workdir.fs.list_directory(path, offset_at, count)
+                    workdir.fs.list_directory(path, offset_at, count, detail)
                 })
                 .await?
             }
@@ -155,6 +160,7 @@ impl FileService {
             offset,
             limit,
             has_more: page.has_more,
+            metadata: params.metadata,
         })
     }
 

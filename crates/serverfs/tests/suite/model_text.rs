@@ -206,6 +206,29 @@ async fn listings_carry_each_entry_and_the_next_offset() {
         );
     }
     assert!(body.starts_with("file\t"), "blob.bin first: {body}");
+    // Listed without metadata, a line is the type and the path.
+    let args = json!({"workdir": "demo", "path": "", "limit": 2, "metadata": false});
+    let (page, body) = carries(
+        &server,
+        "list_directory",
+        args,
+        Some("entries"),
+        &["offset", "returned", "has_more"],
+    )
+    .await;
+    let expected: String = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            format!(
+                "{}\t{}\n",
+                entry["type"].as_str().unwrap(),
+                entry["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(body, expected);
     carries(&server, "list_workdirs", json!({}), None, &["workdirs"]).await;
 }
 

@@ -89,6 +89,34 @@ async fn list_directory_shape() {
         .collect();
     assert_eq!(names, ["pipe", "sub"]);
     assert_eq!(rest["has_more"], false);
+    // Names and types only: the same entries and paging, no size or time.
+    let kinds = server
+        .ok(
+            "list_directory",
+            json!({"workdir": "w", "path": "src", "offset": 1, "limit": 3, "metadata": false}),
+        )
+        .await;
+    assert_eq!(
+        kinds["entries"],
+        json!([
+            {"name": "b.rs", "path": "src/b.rs", "type": "file", "size": null, "modified_at": null},
+            {"name": "link", "path": "src/link", "type": "symlink", "size": null, "modified_at": null},
+            {"name": "pipe", "path": "src/pipe", "type": "other", "size": null, "modified_at": null},
+        ])
+    );
+    assert_eq!(
+        (kinds["returned"].clone(), kinds["has_more"].clone()),
+        (json!(3), json!(true))
+    );
+    assert_eq!(
+        server
+            .err(
+                "list_directory",
+                json!({"workdir": "w", "path": "src", "metadata": "no"})
+            )
+            .await,
+        "INVALID_ARGUMENT"
+    );
     // The cap applies silently and is reported.
     let capped = server
         .ok(
