@@ -1,7 +1,7 @@
 //! `list_directory`: one sorted, policy-filtered page of a directory.
 
 use rustix::fd::AsFd;
-use rustix::fs::{AtFlags, FileType, RawDir, statat};
+use rustix::fs::{AtFlags, RawDir, statat};
 use rustix::io::Errno;
 
 use crate::timefmt::rfc3339_seconds;
@@ -57,8 +57,9 @@ impl Workdir {
     /// Hidden, denied and reserved entries are left out as if absent;
     /// names that are not UTF-8 cannot be named by a client and are left
     /// out too. Symlinks and special files are listed, never followed or
-    /// opened. Entries that vanish between reading the directory and
-    /// stat'ing them are skipped.
+    /// opened. An entry stat'ed after reading the directory and gone by then
+    /// is skipped; with [`EntryDetail::Kinds`] most entries are not stat'ed,
+    /// so the page is the directory as it was read, as `readdir` has it.
     ///
     /// Memory is proportional to the number of names in the directory (to
     /// sort them); only the returned page is stat'ed, and only as `detail`
@@ -132,10 +133,10 @@ impl Workdir {
             path.as_string() + "/"
         };
         for (name, file_type) in names.into_iter().skip(offset).take(limit) {
-            let listed = match (detail, file_type) {
-                (EntryDetail::Kinds, file_type) if file_type != FileType::Unknown => {
-                    Some((EntryKind::of_type(file_type), None, None))
-                }
+            let listed = match (detail, EntryKind::of_type(file_type)) {
+                (EntryDetail::Kinds, Some(kind)) => Some((kind, None, None)),
+                // Metadata, or a filesystem that records no kind in the
+                // directory (`DT_UNKNOWN`).
                 _ => stat_entry(&dir_fd, &name, detail)?,
             };
             // Gone since the directory was read.
@@ -191,12 +192,17 @@ fn stat_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rustix::fs::{Mode, OFlags, open};
+    use rustix::fs::{FileType, Mode, OFlags, open};
 
     /// What a listing falls back to where `d_type` is `DT_UNKNOWN` (no
     /// filesystem here produces it, so the fallback is called directly).
     #[test]
-    fn an_entry_without_a_recorded_kind_is_stated_for_it_and_for_nothing_more() {
+    fn an_entry_without_a_recorded_kind_gets_a_stat_for_the_kind_only() {
+        assert_eq!(EntryKind::of_type(FileType::Unknown), None);
+        assert_eq!(
+            EntryKind::of_type(FileType::Symlink),
+            Some(EntryKind::Symlink)
+        );
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), "12345").unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();

@@ -29,7 +29,7 @@ pub fn rfc3339_seconds(epoch_seconds: i64) -> String {
     put(11, 2, hour);
     put(14, 2, minute);
     put(17, 2, second);
-    String::from_utf8_lossy(&out).into_owned()
+    out.iter().map(|b| char::from(*b)).collect()
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), by

@@ -55,16 +55,19 @@ pub enum EntryKind {
 
 impl EntryKind {
     pub(crate) fn of(stat: &Stat) -> EntryKind {
-        EntryKind::of_type(FileType::from_raw_mode(stat.st_mode))
+        // A mode always has a type; one the kernel does not name is other.
+        EntryKind::of_type(FileType::from_raw_mode(stat.st_mode)).unwrap_or(EntryKind::Other)
     }
 
-    /// The kind of a known file type (`Unknown` is not one: stat first).
-    pub(crate) fn of_type(file_type: FileType) -> EntryKind {
+    /// The kind of `file_type`, or `None` for `Unknown`: a directory entry
+    /// whose filesystem records no type (`DT_UNKNOWN`) must be stat'ed.
+    pub(crate) fn of_type(file_type: FileType) -> Option<EntryKind> {
         match file_type {
-            FileType::RegularFile => EntryKind::File,
-            FileType::Directory => EntryKind::Directory,
-            FileType::Symlink => EntryKind::Symlink,
-            _ => EntryKind::Other,
+            FileType::RegularFile => Some(EntryKind::File),
+            FileType::Directory => Some(EntryKind::Directory),
+            FileType::Symlink => Some(EntryKind::Symlink),
+            FileType::Unknown => None,
+            _ => Some(EntryKind::Other),
         }
     }
 

@@ -130,12 +130,12 @@ fn check(
             .into_iter()
             .map(|e| (e.path, e.kind))
             .collect();
-        let stated: Vec<_> = page
+        let from_stat: Vec<_> = page
             .entries
             .iter()
             .map(|e| (e.path.clone(), e.kind))
             .collect();
-        prop_assert_eq!(kinds, stated, "{:?}", input);
+        prop_assert_eq!(kinds, from_stat, "{:?}", input);
         for entry in page.entries {
             let host = t.root().join(&entry.path);
             let m = std::fs::symlink_metadata(&host).unwrap();

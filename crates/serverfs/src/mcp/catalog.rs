@@ -200,8 +200,9 @@ tools! {
         handler: FileService::list_directory,
         default limit: list_default,
         description: "List one page of a directory's entries, sorted by name: name, path, type \
-            (file/directory/symlink/other), size and modification time. Hidden and \
-            denied entries are not shown; symlinks are listed but never followed.",
+            (file/directory/symlink/other), size and modification time (names and types \
+            only with metadata: false, cheaper on big directories). Hidden and denied \
+            entries are not shown; symlinks are listed but never followed.",
     },
     FindFiles => "find_files" (FindFilesParams) -> FindFilesResult {
         kind: File,

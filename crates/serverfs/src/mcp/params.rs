@@ -25,8 +25,9 @@ pub struct ListDirectoryParams {
     /// Maximum number of entries to return (capped by the server).
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
-    /// Each entry's size and modified_at (default true). false lists names and types only:
-    /// no per-entry stat and a shorter answer, for browsing big directories.
+    /// Each entry's size and modified_at (default true). false lists names and types only
+    /// (size and modified_at null): a shorter answer with no stat per entry on most
+    /// filesystems, for browsing big directories.
     #[serde(default = "yes")]
     pub metadata: bool,
 }

@@ -228,7 +228,20 @@ async fn listings_carry_each_entry_and_the_next_offset() {
             )
         })
         .collect();
+    assert!(!expected.is_empty());
     assert_eq!(body, expected);
+    let text = text_of(
+        &server
+            .call(
+                "list_directory",
+                json!({"workdir": "demo", "metadata": false}),
+            )
+            .await,
+    );
+    assert!(
+        text.contains("one per line: type, path; tab-separated>"),
+        "{text}"
+    );
     carries(&server, "list_workdirs", json!({}), None, &["workdirs"]).await;
 }
 
