@@ -109,13 +109,13 @@ impl FileService {
             usize::try_from(offset).unwrap_or(usize::MAX),
             usize::try_from(limit).unwrap_or(usize::MAX),
         );
-        // Every name is read and sorted, so a listing runs inline only while
-        // the directory is small; a bigger one is listed again on the pool.
         let detail = if params.metadata {
             EntryDetail::Metadata
         } else {
             EntryDetail::Kinds
         };
+        // Every name is read and sorted, so a listing runs inline only while
+        // the directory is small; a bigger one is listed again on the pool.
         let inline = workdir.placement.inline();
         let budget = if inline {
             INLINE_LISTING_NAMES

@@ -179,69 +179,52 @@ async fn searches_carry_paths_lines_and_context_as_ripgrep_prints_them() {
 async fn listings_carry_each_entry_and_the_next_offset() {
     let t = TempWorkdir::new();
     let server = files_server(&t).await;
-    let args = json!({"workdir": "demo", "path": "", "limit": 2});
-    let (page, body) = carries(
-        &server,
-        "list_directory",
-        args,
-        Some("entries"),
-        &["offset", "returned", "has_more"],
-    )
-    .await;
-    assert_eq!(page["has_more"], true);
-    let lines: Vec<&str> = body.lines().collect();
-    assert_eq!(lines.len(), 2, "{body}");
-    for (line, entry) in lines.iter().zip(page["entries"].as_array().unwrap()) {
-        let size = entry["size"]
-            .as_u64()
-            .map_or("-".to_owned(), |s| s.to_string());
+    // One line an entry, with or without its size and time; the header's
+    // note names the columns.
+    let modes = [
+        (
+            true,
+            "type, size in bytes (- if not a file), modified_at, path",
+        ),
+        (false, "type, path"),
+    ];
+    for (metadata, columns) in modes {
+        let args = json!({"workdir": "demo", "path": "", "limit": 2, "metadata": metadata});
+        let (page, body) = carries(
+            &server,
+            "list_directory",
+            args.clone(),
+            Some("entries"),
+            &["offset", "returned", "has_more"],
+        )
+        .await;
+        assert_eq!(page["has_more"], true);
+        let expected: String = page["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                let kind = entry["type"].as_str().unwrap();
+                let path = entry["path"].as_str().unwrap();
+                if !metadata {
+                    return format!("{kind}\t{path}\n");
+                }
+                let size = entry["size"]
+                    .as_u64()
+                    .map_or("-".to_owned(), |s| s.to_string());
+                let modified = entry["modified_at"].as_str().unwrap();
+                format!("{kind}\t{size}\t{modified}\t{path}\n")
+            })
+            .collect();
         assert_eq!(
-            *line,
-            format!(
-                "{}\t{size}\t{}\t{}",
-                entry["type"].as_str().unwrap(),
-                entry["modified_at"].as_str().unwrap(),
-                entry["path"].as_str().unwrap()
-            )
+            (body.lines().count(), body.as_str()),
+            (2, expected.as_str())
         );
+        assert!(body.starts_with("file\t"), "blob.bin first: {body}");
+        let text = text_of(&server.call("list_directory", args).await);
+        let note = format!("<2 below, one per line: {columns}; tab-separated>");
+        assert!(text.contains(&note), "{text}");
     }
-    assert!(body.starts_with("file\t"), "blob.bin first: {body}");
-    // Listed without metadata, a line is the type and the path.
-    let args = json!({"workdir": "demo", "path": "", "limit": 2, "metadata": false});
-    let (page, body) = carries(
-        &server,
-        "list_directory",
-        args,
-        Some("entries"),
-        &["offset", "returned", "has_more"],
-    )
-    .await;
-    let expected: String = page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| {
-            format!(
-                "{}\t{}\n",
-                entry["type"].as_str().unwrap(),
-                entry["path"].as_str().unwrap()
-            )
-        })
-        .collect();
-    assert!(!expected.is_empty());
-    assert_eq!(body, expected);
-    let text = text_of(
-        &server
-            .call(
-                "list_directory",
-                json!({"workdir": "demo", "metadata": false}),
-            )
-            .await,
-    );
-    assert!(
-        text.contains("one per line: type, path; tab-separated>"),
-        "{text}"
-    );
     carries(&server, "list_workdirs", json!({}), None, &["workdirs"]).await;
 }
 

@@ -108,15 +108,18 @@ async fn list_directory_shape() {
         (kinds["returned"].clone(), kinds["has_more"].clone()),
         (json!(3), json!(true))
     );
-    assert_eq!(
-        server
-            .err(
-                "list_directory",
-                json!({"workdir": "w", "path": "src", "metadata": "no"})
-            )
-            .await,
-        "INVALID_ARGUMENT"
-    );
+    for metadata in [json!("no"), json!(null), json!(0)] {
+        assert_eq!(
+            server
+                .err(
+                    "list_directory",
+                    json!({"workdir": "w", "path": "src", "metadata": metadata})
+                )
+                .await,
+            "INVALID_ARGUMENT",
+            "{metadata}"
+        );
+    }
     // The cap applies silently and is reported.
     let capped = server
         .ok(
