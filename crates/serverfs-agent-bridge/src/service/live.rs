@@ -39,6 +39,10 @@ pub(crate) struct LiveTask {
     /// The task id.
     pub task_id: String,
     lease: Mutex<Option<Lease>>,
+    /// The id of the writer lease the task was given, kept after the lease
+    /// is taken out to be ended: until `lease_freed`, the lock is still
+    /// held, and a submission must know by whom.
+    writer_lease: Option<LeaseId>,
     /// Set once a workspace-write task's lease is gone: the guard can no
     /// longer be updated, so recording a provider must fail.
     lease_released: std::sync::atomic::AtomicBool,
@@ -63,6 +67,7 @@ impl LiveTask {
     pub fn new(task_id: String, lease: Option<(HeldLease, GuardRecord)>) -> LiveTask {
         LiveTask {
             task_id,
+            writer_lease: lease.as_ref().map(|(held, _)| held.id().clone()),
             lease: Mutex::new(lease.map(|(held, guard)| Lease { held, guard })),
             lease_released: std::sync::atomic::AtomicBool::new(false),
             lease_freed: watch::channel(false).0,
@@ -198,23 +203,24 @@ impl LiveTask {
         lock(&self.groups).clone()
     }
 
-    /// Whether this task holds the writer lease `id` and was asked to stop:
-    /// its state is already stored (terminal-first) but its provider may
-    /// still be stopping, so the lease goes within the runner's bounds.
+    /// Whether this task still holds the writer lease `id` and was asked to
+    /// stop: its state is already stored (terminal-first) but its provider
+    /// may still be stopping, so the lease goes within the runner's bounds.
+    /// True until the lock is let go, including while the lease is being
+    /// ended (the guard decided, its file removed).
     pub fn is_stopping_writer_of(&self, id: &LeaseId) -> bool {
         self.stop_reason().is_some()
-            && lock(&self.lease)
-                .as_ref()
-                .is_some_and(|lease| lease.held.id() == id)
+            && self.writer_lease.as_ref() == Some(id)
+            && !*self.lease_freed.borrow()
     }
 
     /// Resolves once the task's writer lease is let go (at once for a task
     /// that never held one or has let it go already).
     pub async fn lease_freed(&self) {
-        let mut freed = self.lease_freed.subscribe();
-        if lock(&self.lease).is_none() && !self.lease_released() {
+        if self.writer_lease.is_none() {
             return;
         }
+        let mut freed = self.lease_freed.subscribe();
         // The sender lives as long as `self`, so this cannot fail.
         let _ = freed.wait_for(|freed| *freed).await;
     }
@@ -262,5 +268,60 @@ impl LiveTask {
             drop(lease);
             self.lease_freed.send_replace(true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serverfs_lease::{ArtifactAccess, LeaseErrorCode};
+
+    use super::*;
+
+    fn busy(dir: &std::path::Path, id: &LeaseId) -> bool {
+        serverfs_lease::hold(dir, id).err().map(|e| e.code()) == Some(LeaseErrorCode::WorkdirBusy)
+    }
+
+    /// A submission right after a cancel must learn that the lease is held
+    /// by a stopping task for as long as the lock is held, including while
+    /// `end_lease` has taken the lease out to decide on its guard.
+    #[tokio::test]
+    async fn a_stopping_writer_is_known_until_its_lock_is_let_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("locks");
+        let id = LeaseId::alias("demo").unwrap();
+        serverfs_lease::prepare_artifacts(&dir, ArtifactAccess::Private, std::slice::from_ref(&id))
+            .unwrap();
+        let held = serverfs_lease::hold(&dir, &id).unwrap();
+        let guard = GuardRecord::new("t1", "fake", 0);
+        let live = LiveTask::new("t1".to_owned(), Some((held, guard)));
+        assert!(!live.is_stopping_writer_of(&id), "running, not stopping");
+        live.stop(StopReason::Ended);
+        assert!(live.is_stopping_writer_of(&id));
+        assert!(!live.is_stopping_writer_of(&LeaseId::alias("other").unwrap()));
+
+        // The window inside `end_lease`: the lease is out, the lock held.
+        let taken = lock(&live.lease).take();
+        assert!(busy(&dir, &id));
+        assert!(live.is_stopping_writer_of(&id));
+        *lock(&live.lease) = taken;
+
+        live.end_lease(ProviderLiveness::ProvenStopped);
+        assert!(!live.is_stopping_writer_of(&id));
+        tokio::time::timeout(Duration::from_secs(1), live.lease_freed())
+            .await
+            .expect("freed at once once let go");
+        assert!(!busy(&dir, &id));
+    }
+
+    #[tokio::test]
+    async fn a_task_without_a_lease_is_never_waited_for() {
+        let live = LiveTask::new("t2".to_owned(), None);
+        live.stop(StopReason::Ended);
+        assert!(!live.is_stopping_writer_of(&LeaseId::alias("demo").unwrap()));
+        tokio::time::timeout(Duration::from_secs(1), live.lease_freed())
+            .await
+            .expect("no lease, no wait");
     }
 }
