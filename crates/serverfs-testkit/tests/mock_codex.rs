@@ -967,6 +967,37 @@ async fn daemon_refuses_other_paths_and_compression() {
     );
 }
 
+#[tokio::test]
+async fn daemon_socket_appears_listening_and_replaces_only_a_stale_file() {
+    let home = tempfile::tempdir().unwrap();
+    let socket = home.path().join("codex.sock");
+
+    // A socket file nobody listens on (a killed daemon's) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let daemon = MockCodexDaemon::start(&socket).unwrap();
+    UnixStream::connect(&socket).await.unwrap();
+
+    // A live socket, or a file that is not a socket, is left alone.
+    let second = MockCodexDaemon::start(&socket).err().map(|e| e.kind());
+    assert_eq!(second, Some(std::io::ErrorKind::AddrInUse));
+    UnixStream::connect(&socket).await.unwrap();
+    let regular = home.path().join("plain");
+    std::fs::write(&regular, "keep").unwrap();
+    let over_a_file = MockCodexDaemon::start(&regular).err().map(|e| e.kind());
+    assert_eq!(over_a_file, Some(std::io::ErrorKind::AddrInUse));
+    assert_eq!(std::fs::read_to_string(&regular).unwrap(), "keep");
+
+    // The temporary name it listened under first is gone: only the socket
+    // and the file remain.
+    let mut names: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["codex.sock", "plain"]);
+    drop(daemon);
+}
+
 #[test]
 fn binary_daemon_start_and_stop() {
     let home = tempfile::tempdir().unwrap();

@@ -151,26 +151,39 @@ async fn connection(stream: UnixStream, state: MockState, mut control: watch::Re
 /// Binds `path`, replacing a stale socket file (one nobody listens on)
 /// left by a killed server. Creates a missing parent directory with mode
 /// 0700, as Codex does for its control directory.
+///
+/// The socket is bound and listening under a temporary sibling name first,
+/// then renamed into place: a socket file that exists but does not listen
+/// yet (the moment between `bind` and `listen`) refuses connections, and a
+/// client that waits for the file to appear would be refused in that window.
 pub(crate) fn bind_socket(path: &Path) -> io::Result<std::os::unix::net::UnixListener> {
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-    {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(parent)?;
     }
-    match std::os::unix::net::UnixListener::bind(path) {
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
-            let is_socket = std::fs::symlink_metadata(path)?.file_type().is_socket();
-            if !is_socket || std::os::unix::net::UnixStream::connect(path).is_ok() {
-                return Err(e);
-            }
-            std::fs::remove_file(path)?;
-            std::os::unix::net::UnixListener::bind(path)
-        }
-        other => other,
+    let stale_or_free = |meta: std::fs::Metadata| {
+        meta.file_type().is_socket() && std::os::unix::net::UnixStream::connect(path).is_err()
+    };
+    if !std::fs::symlink_metadata(path).map_or(true, stale_or_free) {
+        return Err(io::Error::from(io::ErrorKind::AddrInUse));
     }
+    let binding = parent
+        .unwrap_or(Path::new("."))
+        .join(format!(".binding-{}", std::process::id()));
+    // A leftover of a killed test process with a reused pid.
+    match std::fs::remove_file(&binding) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let listener = std::os::unix::net::UnixListener::bind(&binding)?;
+    if let Err(e) = std::fs::rename(&binding, path) {
+        let _ = std::fs::remove_file(&binding);
+        return Err(e);
+    }
+    Ok(listener)
 }
 
 /// The mock Codex daemon inside the test process: a WebSocket server on a
