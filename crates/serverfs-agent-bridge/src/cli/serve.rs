@@ -1,10 +1,11 @@
 //! `serverfs-agent-bridge serve`: the daemon's life.
 //!
-//! Order matters: the socket is claimed first (its lock refuses a second
-//! Bridge before it can touch the shared state), then the lock artifacts
-//! and the store, then start-up reconciliation, then serving. SIGTERM or
-//! SIGINT stops accepting, interrupts running providers within a bound and
-//! leaves every task in a terminal, consistent state.
+//! Order matters: the shutdown signals are caught first, then the socket
+//! is claimed (its lock refuses a second Bridge before it can touch the
+//! shared state), then the lock artifacts and the store, then start-up
+//! reconciliation, then serving. SIGTERM or SIGINT stops accepting,
+//! interrupts running providers within a bound and leaves every task in a
+//! terminal, consistent state.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use serverfs_agent_bridge::rpc::{BridgeListener, shutdown_channel};
 use serverfs_agent_bridge::service::TaskService;
 use serverfs_agent_bridge::store::{StateDir, Store};
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
 use super::{ConfigArgs, EXIT_CONFIG, bridge_config, config_error, containment};
@@ -37,6 +38,12 @@ pub fn run(args: &ConfigArgs, env: &BTreeMap<String, String>) -> ExitCode {
 }
 
 async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
+    // Before the socket is bound: from then on a client can connect, so a
+    // supervisor may already take the Bridge for started and stop it. A
+    // signal that comes during the rest of start-up is kept, and ends the
+    // Bridge gracefully once it serves, instead of killing it with the
+    // default action halfway through reconciliation.
+    let signals = ShutdownSignals::install();
     let listener = match BridgeListener::bind(config.socket(), config.peer_policy()) {
         Ok(listener) => listener,
         Err(error) => return start_error(&format!("{}: {error}", error.code().as_str())),
@@ -85,7 +92,7 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
         workdirs = config.config.workdirs.len(),
         "agent bridge serving"
     );
-    wait_for_signal().await;
+    signals.arrival().await;
     tracing::info!("shutting down");
     stop.trigger();
     service.shutdown().await;
@@ -110,26 +117,41 @@ async fn serve(config: bridge_config::BridgeConfig) -> ExitCode {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT. If the handlers cannot be installed the
-/// Bridge would be unstoppable except by SIGKILL, so it waits forever on
-/// whichever works and logs the failure.
-async fn wait_for_signal() {
-    let terminate = signal(SignalKind::terminate());
-    let interrupt = signal(SignalKind::interrupt());
-    match (terminate, interrupt) {
-        (Ok(mut terminate), Ok(mut interrupt)) => {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
+/// The SIGTERM and SIGINT handlers. One that cannot be installed is
+/// logged and the other waited for alone; with neither, the signals keep
+/// their default action, which ends the Bridge at once.
+struct ShutdownSignals {
+    terminate: std::io::Result<Signal>,
+    interrupt: std::io::Result<Signal>,
+}
+
+impl ShutdownSignals {
+    /// Installs both handlers; a signal delivered from now on is kept until
+    /// [`ShutdownSignals::arrival`] sees it.
+    fn install() -> ShutdownSignals {
+        ShutdownSignals {
+            terminate: signal(SignalKind::terminate()),
+            interrupt: signal(SignalKind::interrupt()),
+        }
+    }
+
+    /// Resolves on the first SIGTERM or SIGINT since installation.
+    async fn arrival(self) {
+        match (self.terminate, self.interrupt) {
+            (Ok(mut terminate), Ok(mut interrupt)) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
             }
-        }
-        (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
-            tracing::warn!("only one shutdown signal handler could be installed");
-            only.recv().await;
-        }
-        (Err(_), Err(_)) => {
-            tracing::error!("no shutdown signal handler could be installed");
-            std::future::pending::<()>().await;
+            (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
+                tracing::warn!("only one shutdown signal handler could be installed");
+                only.recv().await;
+            }
+            (Err(_), Err(_)) => {
+                tracing::error!("no shutdown signal handler could be installed");
+                std::future::pending::<()>().await;
+            }
         }
     }
 }

@@ -142,11 +142,13 @@ fn parse_listen(url: &OsStr) -> Result<Listen, Failure> {
 async fn serve_socket(path: &Path, state: MockState) -> io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
 
+    // Caught before the socket can be seen: a stop right after the start
+    // must still remove it.
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     let listener = bind_socket(path)?;
     listener.set_nonblocking(true)?;
     let listener = tokio::net::UnixListener::from_std(listener)?;
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
     let (control, control_rx) = watch::channel(Control::default());
     tokio::spawn(async move {
         tokio::select! {

@@ -34,6 +34,7 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serverfs_config::{EffectiveHttp, HttpAuth};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::ServerFs;
@@ -81,6 +82,11 @@ pub async fn serve(
     max_message_bytes: usize,
     quick_start: Option<&str>,
 ) -> Result<(), HttpError> {
+    // Before the address is bound: a SIGTERM that comes as soon as the port
+    // accepts connections (a supervisor's quick stop) must shut the server
+    // down gracefully, not end it with the signal's default action.
+    let stopping = CancellationToken::new();
+    watch_signals(stopping.clone());
     let listener = tokio::net::TcpListener::bind(http.bind)
         .await
         .map_err(|source| HttpError::Bind {
@@ -95,7 +101,6 @@ pub async fn serve(
     }
     let limits = &http.connections;
     let sessions = CancellationToken::new();
-    let stopping = CancellationToken::new();
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     hosts.extend(http.allowed_hosts.iter().cloned());
     let config = StreamableHttpServerConfig::default()
@@ -183,7 +188,6 @@ pub async fn serve(
         auth = http.auth.as_str(),
         max_connections,
     );
-    tokio::spawn(signal_watch(stopping.clone()));
     connections::serve(
         listener,
         app,
@@ -270,18 +274,34 @@ fn announce_quick_start(
     Ok(())
 }
 
-/// Waits for SIGTERM or SIGINT, then starts the shutdown.
-async fn signal_watch(stopping: CancellationToken) {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(stream) => stream,
+/// Installs the SIGTERM and SIGINT handlers now, and cancels `stopping`
+/// when either arrives. A handler that cannot be installed leaves that
+/// signal its default action (the process ends at once), and says so.
+fn watch_signals(stopping: CancellationToken) {
+    let install = |kind: SignalKind| match signal(kind) {
+        Ok(stream) => Some(stream),
         Err(e) => {
             tracing::error!(event = "signal_setup_failed", reason = %e);
-            return;
+            None
         }
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+    let terminate = install(SignalKind::terminate());
+    let interrupt = install(SignalKind::interrupt());
+    tokio::spawn(async move {
+        tokio::select! {
+            () = arrival(terminate) => {}
+            () = arrival(interrupt) => {}
+        }
+        stopping.cancel();
+    });
+}
+
+/// The next delivery of `signal`; never, when it has no handler.
+async fn arrival(signal: Option<Signal>) {
+    match signal {
+        Some(mut signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
     }
-    stopping.cancel();
 }

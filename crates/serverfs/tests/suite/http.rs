@@ -236,9 +236,14 @@ async fn sigterm_lets_in_flight_calls_finish_and_exits_zero() {
         &[("SERVERFS_TOKEN_FILE", token_env.as_str())],
     )
     .await;
-    let mut calls = tokio::task::JoinSet::new();
+    // Every session first, so that the calls start together and the
+    // check below is not late by three handshakes.
+    let mut clients = Vec::new();
     for _ in 0..4 {
-        let client = server.client(Some(&token), None).await;
+        clients.push(server.client(Some(&token), None).await);
+    }
+    let mut calls = tokio::task::JoinSet::new();
+    for client in clients {
         calls.spawn(async move {
             call(
                 &client,
@@ -278,6 +283,53 @@ async fn sigterm_lets_in_flight_calls_finish_and_exits_zero() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("no shutdown event logged:\n{}", server.stderr());
+}
+
+#[test]
+fn a_sigterm_as_soon_as_the_port_accepts_is_a_graceful_stop() {
+    // A supervisor may stop the server the moment its port accepts a
+    // connection, before it has logged that it listens: the signal must
+    // already have its handler then, and end the server with exit 0.
+    let tree = TempWorkdir::new();
+    let spec = format!("w={}", tree.root().display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|free| free.local_addr())
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(binary())
+        .args(["serve", "--http", &address, "--workdir", &spec])
+        .env_clear()
+        .env("SERVERFS_HTTP_AUTH", "none")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // No pause between tries: the signal is meant to land as early as a
+    // connection can prove the port is open.
+    while std::net::TcpStream::connect(&address).is_err() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the server exited before listening: {status}");
+        }
+        assert!(started.elapsed() < TIMEOUT, "the port never opened");
+        std::thread::yield_now();
+    }
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{:?}; stderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("\"event\":\"shutdown\""),
+        "no shutdown event logged:\n{stderr}"
+    );
 }
 
 #[tokio::test]
