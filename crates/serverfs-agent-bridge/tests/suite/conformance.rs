@@ -357,12 +357,14 @@ impl RuntimeRig for StreamJson {
     }
 
     fn hold(&self) -> Hold {
-        // The fake CLI answers `initialize` 3 s late when the operator
-        // passes the knob through; the prompt follows the answer.
+        // The fake CLI answers `initialize` 30 s late when the operator
+        // passes the knob through (far longer than a cancel takes on a
+        // loaded machine; the cancel kills it, so no run waits that long);
+        // the prompt follows the answer.
         let passthrough = format!("{}_env_passthrough", self.0.name());
         let setup = mock_stream_json::bridge_setup(self.0)
             .agent(&passthrough, &format!("[{SLOW_INIT_VARIABLE:?}]"))
-            .env(SLOW_INIT_VARIABLE, "3000");
+            .env(SLOW_INIT_VARIABLE, "30000");
         Hold {
             running: Running::serving(setup),
             prompt: keyword(Script::Wait),
@@ -410,7 +412,7 @@ impl RuntimeRig for Acp {
     }
 
     fn hold(&self) -> Hold {
-        // The fake agent answers `initialize` 2 s late; the session and
+        // The fake agent answers `initialize` 30 s late; the session and
         // the prompt follow the answer.
         let profile = Profile::new().env("FAKE_ACP_INIT", "slow");
         Hold {

@@ -318,7 +318,8 @@ fn a_refused_submission_leaves_the_lease_free() {
 
 #[test]
 fn a_timed_out_task_stops_its_tree_and_frees_the_workdir() {
-    let setup = Setup::new().agent("task_timeout_seconds", "2");
+    // Long enough for the tree to be seen running on a loaded machine.
+    let setup = Setup::new().agent("task_timeout_seconds", "4");
     let daemon = setup.start();
     let task = daemon.submit("fake: child-tree");
     let tree = ChildTree::wait_for(&setup, &task);
@@ -348,13 +349,21 @@ fn an_expired_interaction_frees_the_workdir() {
 
 #[test]
 fn a_crashed_task_past_its_deadline_is_reconciled_as_timed_out() {
-    let setup = Setup::new().agent("task_timeout_seconds", "2");
+    // Long enough for the crash to come before the deadline on a loaded
+    // machine (the Bridge would time the task out itself otherwise).
+    let timeout = Duration::from_secs(4);
+    let setup = Setup::new().agent("task_timeout_seconds", &timeout.as_secs().to_string());
     let mut daemon = setup.start();
+    let submitted = Instant::now();
     let task = daemon.submit("fake: child-tree");
     let tree = ChildTree::wait_for(&setup, &task);
     daemon.kill();
+    assert!(
+        submitted.elapsed() < timeout,
+        "the crash came after the deadline: the test proves nothing"
+    );
     // Let the deadline pass while no Bridge runs.
-    std::thread::sleep(Duration::from_millis(2_500));
+    std::thread::sleep((timeout + Duration::from_millis(500)).saturating_sub(submitted.elapsed()));
 
     let restarted = restart(&setup);
     let view = restarted.task(&task);
@@ -554,6 +563,53 @@ fn sigterm_interrupts_the_running_task_and_stops_its_tree() {
     let types = restarted.event_types(&task);
     assert_eq!(count(&types, "turn.started"), 1, "{types:?}");
     assert_eq!(count(&types, "task.reconciled"), 0, "{types:?}");
+}
+
+#[test]
+fn a_sigterm_during_start_up_is_kept_and_stops_the_daemon_gracefully() {
+    // The socket accepts connections before the store and the start-up
+    // reconciliation (here: a crashed run's task) are done, so a supervisor
+    // may stop the Bridge the moment it can connect. That signal must not
+    // kill it halfway: it is kept, and ends the Bridge gracefully once the
+    // start is complete.
+    let setup = Setup::new();
+    let mut crashed = setup.start();
+    let (task, tree) = crash_mid_turn(&mut crashed);
+    tree.kill();
+    tree.wait_gone();
+
+    let mut daemon = setup.spawn();
+    let deadline = Instant::now() + WAIT;
+    // No pause between tries: the signal is meant to land as early as a
+    // connection can prove the socket is there.
+    while std::os::unix::net::UnixStream::connect(setup.socket()).is_err() {
+        if let Some(status) = daemon.try_exit() {
+            panic!("the daemon exited ({status}); stderr:\n{}", daemon.stderr());
+        }
+        assert!(Instant::now() < deadline, "no socket; {}", daemon.stderr());
+        std::thread::yield_now();
+    }
+    daemon.signal(Signal::TERM);
+    let status = daemon.wait_exit(SHUTDOWN_LIMIT).unwrap_or_else(|| {
+        panic!(
+            "no exit within {SHUTDOWN_LIMIT:?} of SIGTERM; stderr:\n{}",
+            daemon.stderr()
+        )
+    });
+    assert_eq!(status.code(), Some(0), "{status}; {}", daemon.stderr());
+    assert!(
+        daemon.stderr().contains("agent bridge stopped"),
+        "{}",
+        daemon.stderr()
+    );
+    assert!(!setup.socket().exists(), "the socket file was left behind");
+
+    // The start-up it let finish reconciled the crashed task, once.
+    let restarted = restart(&setup);
+    assert_interrupted_by_restart(&restarted, &task);
+    assert_eq!(restarted.payloads(&task, "task.reconciled").len(), 1);
+    assert_eq!(guards(&setup), vec![]);
+    assert_single_task(&setup, &task);
 }
 
 /// A setup whose daemon inherits every spelling of a proxy variable the

@@ -123,8 +123,11 @@ async fn service_retention_purges_finished_tasks_at_the_next_submit() {
     let setup = Setup::new();
     let (service, store) = start(&setup, RETENTION).await;
 
-    let done = submit(&service, review("fake: complete old", Some("key-1"))).await;
-    wait_status(&service, &done, "succeeded").await;
+    // Unfinished tasks are never purged, however old.
+    let waiting = submit(&service, review("fake: approval", None)).await;
+    wait_status(&service, &waiting, "waiting_for_approval").await;
+    // The finished ones end last, each just before the next submit, so no
+    // submit before the one below can find them past the retention.
     let cancelled = submit(&service, review("fake: wait 60000", None)).await;
     wait_status(&service, &cancelled, "running").await;
     call(
@@ -135,9 +138,8 @@ async fn service_retention_purges_finished_tasks_at_the_next_submit() {
     )
     .await
     .unwrap();
-    // Unfinished tasks are never purged, however old.
-    let waiting = submit(&service, review("fake: approval", None)).await;
-    wait_status(&service, &waiting, "waiting_for_approval").await;
+    let done = submit(&service, review("fake: complete old", Some("key-1"))).await;
+    wait_status(&service, &done, "succeeded").await;
 
     // Past the retention now; a read does not purge.
     tokio::time::sleep(RETENTION * 3).await;

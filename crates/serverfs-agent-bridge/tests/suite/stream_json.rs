@@ -503,10 +503,12 @@ fn cancel_before_the_prompt_never_sends_it(cli: Cli) {
     let (bridge, setup) = start(cli, |setup| {
         setup
             .agent(&passthrough, &format!("[{SLOW_INIT_VARIABLE:?}]"))
-            .env(SLOW_INIT_VARIABLE, "3000")
+            .env(SLOW_INIT_VARIABLE, "30000")
     });
     let task = submit(&bridge, cli, "wait");
-    // The CLI has started and is slow to answer `initialize`.
+    // The CLI has started and is slow to answer `initialize` (30 s: the
+    // cancel below must come first even on a loaded machine; it kills the
+    // CLI, so no run waits that long).
     poll(WAIT, "the fake CLI to start", || {
         (!task_runs(&setup, cli).is_empty()).then_some(())
     });
