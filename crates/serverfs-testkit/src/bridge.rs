@@ -449,6 +449,13 @@ impl Daemon {
 
     /// Waits until a connection to the socket succeeds.
     pub fn wait_ready(&mut self) {
+        self.wait_connectable(Duration::from_millis(20));
+    }
+
+    /// Waits until a connection to the socket succeeds, trying every
+    /// `pause` (with none, it only yields between tries: for a test that
+    /// must act at the first moment the socket accepts).
+    pub fn wait_connectable(&mut self, pause: Duration) {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = self.try_exit() {
@@ -466,7 +473,11 @@ impl Daemon {
                 "the daemon did not create its socket in time; stderr:\n{}",
                 self.stderr()
             );
-            std::thread::sleep(Duration::from_millis(20));
+            if pause.is_zero() {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+            }
         }
     }
 

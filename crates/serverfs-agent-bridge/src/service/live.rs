@@ -41,11 +41,10 @@ pub(crate) struct LiveTask {
     lease: Mutex<Option<Lease>>,
     /// The id of the writer lease the task was given, kept after the lease
     /// is taken out to be ended: until `lease_freed`, the lock is still
-    /// held, and a submission must know by whom.
+    /// held, and a submission must know by whom. With `lease` empty, it
+    /// says the lease is gone: the guard can no longer be updated, so
+    /// recording a provider must fail.
     writer_lease: Option<LeaseId>,
-    /// Set once a workspace-write task's lease is gone: the guard can no
-    /// longer be updated, so recording a provider must fail.
-    lease_released: std::sync::atomic::AtomicBool,
     /// Set once the lease's lock is let go, after the guard decision: a
     /// submission waiting for this workdir is woken by it.
     lease_freed: watch::Sender<bool>,
@@ -69,7 +68,6 @@ impl LiveTask {
             task_id,
             writer_lease: lease.as_ref().map(|(held, _)| held.id().clone()),
             lease: Mutex::new(lease.map(|(held, guard)| Lease { held, guard })),
-            lease_released: std::sync::atomic::AtomicBool::new(false),
             lease_freed: watch::channel(false).0,
             stop: watch::channel(None).0,
             expiry: watch::channel(None).0,
@@ -177,7 +175,7 @@ impl LiveTask {
     fn update_guard(&self, change: impl FnOnce(&mut GuardRecord)) -> Result<(), AgentError> {
         let mut lease = lock(&self.lease);
         let Some(lease) = lease.as_mut() else {
-            if self.lease_released() {
+            if self.writer_lease.is_some() {
                 return Err(AgentError::new(
                     BridgeErrorCode::WorkdirRecoveryRequired,
                     "the task's writer lease is already released: a provider can no longer be recorded",
@@ -225,11 +223,6 @@ impl LiveTask {
         let _ = freed.wait_for(|freed| *freed).await;
     }
 
-    fn lease_released(&self) -> bool {
-        self.lease_released
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
     /// Removes the guard if `liveness` proves the provider stopped, then
     /// releases the lease either way. A kept guard blocks the workdir until
     /// reconciliation proves the stop.
@@ -237,8 +230,6 @@ impl LiveTask {
         let Some(lease) = lock(&self.lease).take() else {
             return;
         };
-        self.lease_released
-            .store(true, std::sync::atomic::Ordering::SeqCst);
         match lease.held.remove_guard(&self.task_id, liveness) {
             Ok(GuardRemoval::Removed | GuardRemoval::Absent) => {}
             Ok(GuardRemoval::Kept { liveness }) => {
@@ -263,8 +254,6 @@ impl LiveTask {
     pub fn release_lease(&self) {
         let taken = lock(&self.lease).take();
         if let Some(lease) = taken {
-            self.lease_released
-                .store(true, std::sync::atomic::Ordering::SeqCst);
             drop(lease);
             self.lease_freed.send_replace(true);
         }
@@ -309,6 +298,12 @@ mod tests {
 
         live.end_lease(ProviderLiveness::ProvenStopped);
         assert!(!live.is_stopping_writer_of(&id));
+        // With the lease gone, a provider can no longer be recorded.
+        let recorded = live.record_group(ProcessGroupId::from_raw(4242).unwrap());
+        assert_eq!(
+            recorded.unwrap_err().code,
+            BridgeErrorCode::WorkdirRecoveryRequired
+        );
         tokio::time::timeout(Duration::from_secs(1), live.lease_freed())
             .await
             .expect("freed at once once let go");
@@ -318,6 +313,11 @@ mod tests {
     #[tokio::test]
     async fn a_task_without_a_lease_is_never_waited_for() {
         let live = LiveTask::new("t2".to_owned(), None);
+        // Nothing to guard: recording a provider is not an error.
+        assert!(
+            live.record_group(ProcessGroupId::from_raw(4242).unwrap())
+                .is_ok()
+        );
         live.stop(StopReason::Ended);
         assert!(!live.is_stopping_writer_of(&LeaseId::alias("demo").unwrap()));
         tokio::time::timeout(Duration::from_secs(1), live.lease_freed())
