@@ -3,7 +3,8 @@
 use std::io::{self, BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,6 +18,14 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Served {
     child: Child,
     address: SocketAddr,
+    log: Arc<LogVolume>,
+}
+
+/// How much the server has logged so far.
+#[derive(Debug, Default)]
+struct LogVolume {
+    bytes: AtomicU64,
+    lines: AtomicU64,
 }
 
 impl Served {
@@ -39,8 +48,14 @@ impl Served {
             return Err(invalid("no stderr pipe".to_owned()));
         };
         let (tx, rx) = mpsc::channel();
+        let log = Arc::new(LogVolume::default());
+        let volume = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                volume
+                    .bytes
+                    .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
+                volume.lines.fetch_add(1, Ordering::Relaxed);
                 if let Ok(event) = serde_json::from_str::<Value>(&line)
                     && event["event"] == "http_listening"
                 {
@@ -51,6 +66,7 @@ impl Served {
         let mut served = Served {
             child,
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log,
         };
         let announced = rx
             .recv_timeout(START_TIMEOUT)
@@ -69,6 +85,15 @@ impl Served {
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The bytes and lines it has written to its log (stderr) so far, as
+    /// far as they have been read.
+    pub fn logged(&self) -> (u64, u64) {
+        (
+            self.log.bytes.load(Ordering::Relaxed),
+            self.log.lines.load(Ordering::Relaxed),
+        )
     }
 
     /// Whether the server is still running.

@@ -123,27 +123,7 @@ pub fn decode(bytes: &[u8]) -> Intake {
 /// params therefore have a defined shape (a request rmcp decoded as a
 /// custom one despite such a name had params that did not fit).
 pub fn is_mcp_method(method: &str) -> bool {
-    const METHODS: &[&str] = &[
-        "initialize",
-        "ping",
-        "completion/complete",
-        "logging/setLevel",
-        "prompts/get",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "tools/call",
-        "tools/list",
-        "tasks/get",
-        "tasks/list",
-        "tasks/result",
-        "tasks/cancel",
-        "tasks/update",
-    ];
-    METHODS.contains(&method)
+    crate::mcp::methods::access(method).is_some()
 }
 
 /// The bound on one incoming message (an HTTP body, a stdio line): 4 MiB,

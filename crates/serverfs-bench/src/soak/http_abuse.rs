@@ -128,9 +128,9 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
 }
 
 /// One phase's legitimate calls.
-struct Phase {
-    latencies: Vec<f64>,
-    failures: u64,
+pub(super) struct Phase {
+    pub(super) latencies: Vec<f64>,
+    pub(super) failures: u64,
 }
 
 /// Starts an attack, measures `calls` legitimate calls while it runs, then
@@ -147,14 +147,14 @@ fn under_attack(
 }
 
 /// The legitimate client.
-struct Legit {
+pub(super) struct Legit {
     address: SocketAddr,
     token: String,
     mcp: Option<Mcp>,
 }
 
 impl Legit {
-    fn connect(address: SocketAddr, token: &str) -> Result<Legit, String> {
+    pub(super) fn connect(address: SocketAddr, token: &str) -> Result<Legit, String> {
         let mut legit = Legit {
             address,
             token: token.to_owned(),
@@ -177,7 +177,7 @@ impl Legit {
     /// `calls` timed `stat_file` calls; a call whose connection was closed
     /// is retried once on a new one (as clients do), and counts as failed
     /// only if that fails too.
-    fn measure(&mut self, calls: usize) -> Phase {
+    pub(super) fn measure(&mut self, calls: usize) -> Phase {
         let mut phase = Phase {
             latencies: Vec::with_capacity(calls),
             failures: 0,
@@ -220,7 +220,7 @@ impl Legit {
 }
 
 /// `count` connections; with `partial`, each sends the start of a header.
-fn open_sockets(address: SocketAddr, count: usize, partial: bool) -> Vec<TcpStream> {
+pub(super) fn open_sockets(address: SocketAddr, count: usize, partial: bool) -> Vec<TcpStream> {
     (0..count)
         .filter_map(|_| {
             let mut stream = TcpStream::connect(address).ok()?;
@@ -233,7 +233,7 @@ fn open_sockets(address: SocketAddr, count: usize, partial: bool) -> Vec<TcpStre
 }
 
 /// A thread that runs `work` until the returned closure stops it.
-fn background(work: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> Box<dyn FnOnce()> {
+pub(super) fn background(work: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> Box<dyn FnOnce()> {
     let stop = Arc::new(AtomicBool::new(false));
     let thread = {
         let stop = stop.clone();
@@ -246,7 +246,7 @@ fn background(work: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> Box<dyn Fn
 }
 
 /// Connections that each send one more header byte every second.
-fn trickle_headers(address: SocketAddr) -> Box<dyn FnOnce()> {
+pub(super) fn trickle_headers(address: SocketAddr) -> Box<dyn FnOnce()> {
     let mut sockets = open_sockets(address, ATTACK_SOCKETS, true);
     background(move |stop| {
         while !stop.load(Ordering::Relaxed) {
@@ -284,7 +284,7 @@ fn trickle_bodies(address: SocketAddr, token: &str) -> Box<dyn FnOnce()> {
 
 /// `total` legacy `initialize`s with a token from several threads, each
 /// on its own kept-alive connection; sessions are never closed.
-fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnOnce()> {
+pub(super) fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnOnce()> {
     let sent = Arc::new(AtomicU64::new(0));
     let token = token.to_owned();
     background(move |stop| {
@@ -325,7 +325,11 @@ fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnO
 }
 
 /// Creates a token with the real CLI and returns it.
-fn create_token(setup: &Setup, file: &std::path::Path, name: &str) -> Result<String, String> {
+pub(super) fn create_token(
+    setup: &Setup,
+    file: &std::path::Path,
+    name: &str,
+) -> Result<String, String> {
     let out = Command::new(&setup.serverfs)
         .args(["token", "create", name, "--token-file"])
         .arg(file)
@@ -342,7 +346,7 @@ fn create_token(setup: &Setup, file: &std::path::Path, name: &str) -> Result<Str
 }
 
 /// The attacks need more descriptors than the usual soft limit.
-fn raise_own_file_limit() {
+pub(super) fn raise_own_file_limit() {
     let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
     let raised = rustix::process::Rlimit {
         current: limit.maximum,

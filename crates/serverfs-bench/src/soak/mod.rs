@@ -11,6 +11,7 @@
 //! | symlink swap | a directory swapped with a symlink to outside while reads, searches, edits and uploads run through it ([`swap`]) |
 //! | SIGKILL | the server killed during edit and upload replacement loops ([`kills`]) |
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
+//! | HTTP mixed attack | every HTTP attack at once against an OAuth server: the legitimate p99, the log's growth, memory after ([`http_mixed`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
@@ -18,6 +19,7 @@
 
 mod bridge;
 mod http_abuse;
+mod http_mixed;
 mod kills;
 mod paths;
 mod swap;
@@ -85,11 +87,12 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
         ("HTTP abuse", http_abuse::run),
+        ("HTTP mixed attack", http_mixed::run),
         ("Bridge kills", bridge::run),
     ];
     let mut outcomes = Vec::new();

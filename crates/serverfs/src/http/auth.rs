@@ -12,12 +12,12 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tower::ServiceExt;
 
+use super::abuse_log::{self, Level};
 use super::intake::refused_before_body;
-use crate::mcp::ToolName;
 use crate::oauth::OAuthServer;
 use crate::oauth::error::Refusal;
 use crate::oauth::resource::Principal;
-use crate::oauth::scope::{Scope, Scopes};
+use crate::oauth::scope::Scopes;
 use crate::tokens::TokenStore;
 
 /// The name of the token that authenticated a request, put into the
@@ -37,16 +37,21 @@ pub struct TokenHash(pub String);
 #[derive(Debug, Clone)]
 pub struct GrantedScopes(pub Scopes);
 
-/// What a request acts on, for its scope check (set by the body intake).
+/// What a request asks for, for its scope check (set by the body intake
+/// on every JSON-RPC request).
 #[derive(Debug, Clone)]
-pub enum ScopedCall {
-    /// A `tools/call` of the named tool.
-    Tool(String),
-    /// A request of the Tasks extension (`tasks/get`, `tasks/update`,
-    /// `tasks/cancel`, …, named here): every task is an agent task, which
-    /// these requests read, answer for the human or cancel as the agent
-    /// tools do.
-    AgentTask(String),
+pub struct ScopedCall {
+    /// Its method.
+    pub method: String,
+    /// The tool a `tools/call` names, when its params could be read.
+    pub tool: Option<String>,
+}
+
+impl ScopedCall {
+    /// What the refusal names: the tool of a `tools/call`, else the method.
+    fn subject(&self) -> &str {
+        self.tool.as_deref().unwrap_or(&self.method)
+    }
 }
 
 /// How requests to `/mcp` are authenticated.
@@ -108,7 +113,7 @@ impl Authenticator {
                 Ok(principal) => Ok(Some(principal)),
                 Err(refusal) => {
                     if refusal != Refusal::TokenMissing {
-                        tracing::info!(event = "auth_failed", reason = refusal.code());
+                        abuse_log::note(Level::Info, "auth_failed", refusal.code());
                     }
                     Err(server.unauthorized(refusal))
                 }
@@ -168,7 +173,7 @@ fn bearer(store: &TokenStore, presented: Option<&str>) -> Result<Principal, &'st
             scopes: Scopes::all(),
         }),
         Ok(None) => {
-            tracing::info!(event = "auth_failed", reason = "unknown token");
+            abuse_log::note(Level::Info, "auth_failed", "unknown token");
             Err("invalid bearer token")
         }
         Err(reason) => {
@@ -187,10 +192,12 @@ fn unauthorized(reason: &'static str) -> Response<Body> {
     response
 }
 
-/// Refuses a `tools/call` of a tool outside the token's scopes, or a Tasks
-/// request without the `agent` scope, with the spec's step-up answer
+/// Refuses a request that needs a scope the token lacks, by its method
+/// ([`Scopes::required_for`]: a tool call by its tool, `resources/read` by
+/// `read`, the Tasks extension's methods by `agent`, and a method or tool
+/// the table does not know by every scope), with the spec's step-up answer
 /// (`403 insufficient_scope`). Requests without scopes (no authentication)
-/// pass; `tools/list` and every other method need no scope.
+/// pass.
 pub async fn require_scope(
     State(oauth): State<Option<Arc<OAuthServer>>>,
     request: AxumRequest,
@@ -202,26 +209,29 @@ pub async fn require_scope(
     ) else {
         return next.run(request).await;
     };
-    let (needed, name) = match call {
-        ScopedCall::Tool(called) => match ToolName::from_wire(called) {
-            Some(tool) => (Scope::required_by(tool), tool.as_str()),
-            // An unknown tool needs no scope: rmcp answers it as unknown.
-            None => return next.run(request).await,
-        },
-        ScopedCall::AgentTask(method) => (Scope::Agent, method.as_str()),
-    };
-    if granted.0.contains(needed) {
+    let missing = Scopes::required_for(&call.method, call.tool.as_deref()).missing_from(&granted.0);
+    if missing.is_empty() {
         return next.run(request).await;
     }
+    let subject = bounded_name(call.subject());
     tracing::info!(
         event = "insufficient_scope",
-        tool = name,
-        needed = needed.as_str()
+        request = %subject,
+        needed = %missing
     );
     match oauth {
-        Some(server) => server.insufficient_scope(&granted.0, needed, name),
+        Some(server) => server.insufficient_scope(&granted.0, &missing, &subject),
         None => (StatusCode::FORBIDDEN, "insufficient scope\n").into_response(),
     }
+}
+
+/// A client-chosen method or tool name as a refusal and the log show it:
+/// at most 64 characters, printable ASCII only (it goes into a header).
+fn bounded_name(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect()
 }
 
 /// The answer when a request did not produce a response within the

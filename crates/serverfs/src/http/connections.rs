@@ -43,6 +43,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use super::abuse_log::{self, Level};
+
 /// What [`serve`] needs to know.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -79,8 +81,10 @@ pub async fn serve(
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(event = "accept_failed", reason = %e);
+                // Usually out of descriptors: it then fails every pause
+                // until one is freed, so it is counted, not logged each time.
+                Err(_) => {
+                    abuse_log::note(Level::Warn, "accept_failed", "out of descriptors or memory");
                     tokio::time::sleep(ACCEPT_RETRY).await;
                     continue;
                 }
@@ -120,7 +124,7 @@ pub async fn serve(
 /// Tells a connection beyond the bound why it is closed: one write that
 /// never waits (the socket is new, its send buffer empty), then close.
 fn refuse(stream: &TcpStream) {
-    tracing::warn!(event = "connection_refused", reason = "max_connections");
+    abuse_log::note(Level::Warn, "connection_refused", "max_connections");
     let _ = stream.try_write(BUSY_RESPONSE);
 }
 
@@ -234,7 +238,7 @@ impl Table {
                 .map(|(id, _)| *id)?;
             if let Some(entry) = open.remove(&idlest) {
                 entry.evicted.cancel();
-                tracing::info!(event = "connection_evicted", reason = "max_connections");
+                abuse_log::note(Level::Info, "connection_evicted", "max_connections");
             }
         }
         let activity = Arc::new(Activity {

@@ -1,9 +1,15 @@
 //! What a request must be before it is authenticated or served.
 //!
-//! - [`check_host`]: exactly one `Host` header, a plain `host[:port]` (no
-//!   userinfo, a port within 0-65535). rmcp then checks the host against
-//!   the allowlist; a second header or `evil@127.0.0.1` must never get that
-//!   far, since which value a check reads is then a matter of luck.
+//! - [`check_host`], on every route: exactly one `Host` header, a plain
+//!   `host[:port]` (no userinfo, a port within 0-65535), naming an allowed
+//!   host; a request-target in absolute form (`POST http://a.example/mcp`)
+//!   must name the same authority. A second header or `evil@127.0.0.1`
+//!   must never reach a check, since which value it reads is then a matter
+//!   of luck; a foreign host is a DNS-rebinding page or a misrouted
+//!   request, on the OAuth routes as much as on `/mcp` (rmcp checks `/mcp`
+//!   again, with the same list). `/healthz` alone takes any allowed-shape
+//!   host: it says only "ok", and an orchestrator's probe names the
+//!   container by its own address.
 //! - [`read_message`]: the body of an MCP `POST` is read whole, within the
 //!   body timeout and the size bound, *before* the request takes one of
 //!   the `max_concurrent_requests` slots, so a client trickling bodies
@@ -15,23 +21,122 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::uri::Authority;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
+use super::abuse_log::{self, Level};
 use super::auth::ScopedCall;
 use crate::jsonrpc::{self, Intake, Rejection};
 
-/// Refuses a request whose `Host` header is missing, repeated or not a
-/// plain authority.
-pub async fn check_host(request: Request, next: Next) -> Response {
-    if !has_one_plain_host(request.headers()) {
-        tracing::info!(event = "http_refused", reason = "invalid Host header");
-        let refusal = (StatusCode::BAD_REQUEST, "invalid Host header\n").into_response();
-        return refused_before_body(request.headers(), refusal);
+/// The hosts a request may name: each `host` (any port) or `host:port`,
+/// compared case-insensitively, IPv6 literals without their brackets.
+#[derive(Debug, Clone)]
+pub struct AllowedHosts(Vec<(String, Option<u16>)>);
+
+impl AllowedHosts {
+    /// The list from its configured spellings (`localhost`, `[::1]:8080`,
+    /// `mcp.example.com:443`); a spelling that is not an authority is
+    /// matched as a bare host name.
+    pub fn new(hosts: &[String]) -> AllowedHosts {
+        AllowedHosts(
+            hosts
+                .iter()
+                .map(|host| match host.parse::<Authority>() {
+                    Ok(authority) => (normal_host(authority.host()), authority.port_u16()),
+                    Err(_) => (normal_host(host), None),
+                })
+                .collect(),
+        )
     }
-    next.run(request).await
+
+    fn allows(&self, authority: &Authority) -> bool {
+        let host = normal_host(authority.host());
+        self.0.iter().any(|(allowed, port)| {
+            *allowed == host && port.is_none_or(|port| authority.port_u16() == Some(port))
+        })
+    }
+}
+
+fn normal_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// Refuses a request whose `Host` header is missing, repeated, not a
+/// plain authority or not an allowed host (`/healthz`: any plain one), or
+/// whose absolute-form request-target names another authority.
+pub async fn check_host(
+    State(allowed): State<std::sync::Arc<AllowedHosts>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let refusal = match host_problem(&request, &allowed) {
+        None => return next.run(request).await,
+        Some(refusal) => refusal,
+    };
+    abuse_log::note(Level::Info, "http_refused", refusal.reason());
+    let response = (refusal.status(), refusal.body()).into_response();
+    refused_before_body(request.headers(), response)
+}
+
+/// Why [`check_host`] refuses a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostRefusal {
+    /// Missing, repeated or not a plain `host[:port]`.
+    Invalid,
+    /// A plain authority, but not an allowed host.
+    NotAllowed,
+    /// An absolute-form request-target naming another authority.
+    ForeignTarget,
+}
+
+impl HostRefusal {
+    fn reason(self) -> &'static str {
+        match self {
+            HostRefusal::Invalid => "invalid Host header",
+            HostRefusal::NotAllowed => "Host header is not allowed",
+            HostRefusal::ForeignTarget => "request-target names another host",
+        }
+    }
+
+    /// The answer's body: for a foreign host, the words rmcp uses on
+    /// `/mcp` (the troubleshooting guide quotes them).
+    fn body(self) -> &'static str {
+        match self {
+            HostRefusal::Invalid => "invalid Host header\n",
+            HostRefusal::NotAllowed => "Forbidden: Host header is not allowed\n",
+            HostRefusal::ForeignTarget => {
+                "request-target names another host than the Host header\n"
+            }
+        }
+    }
+
+    fn status(self) -> StatusCode {
+        match self {
+            HostRefusal::Invalid | HostRefusal::ForeignTarget => StatusCode::BAD_REQUEST,
+            // As rmcp answers on `/mcp`: a client reaching the wrong server.
+            HostRefusal::NotAllowed => StatusCode::FORBIDDEN,
+        }
+    }
+}
+
+fn host_problem(request: &Request, allowed: &AllowedHosts) -> Option<HostRefusal> {
+    let Some(host) = one_plain_host(request.headers()) else {
+        return Some(HostRefusal::Invalid);
+    };
+    if let Some(target) = request.uri().authority() {
+        let same = normal_host(target.host()) == normal_host(host.host())
+            && target.port_u16() == host.port_u16();
+        if !same {
+            return Some(HostRefusal::ForeignTarget);
+        }
+    }
+    let probe = request.uri().path() == "/healthz";
+    (!probe && !allowed.allows(&host)).then_some(HostRefusal::NotAllowed)
 }
 
 /// `refusal`, for a request refused before its body was read, marked so
@@ -53,11 +158,18 @@ pub fn refused_before_body(request: &HeaderMap, mut refusal: Response) -> Respon
     refusal
 }
 
-fn has_one_plain_host(headers: &HeaderMap) -> bool {
+/// The one `Host` header, when there is exactly one and it is a plain
+/// authority.
+fn one_plain_host(headers: &HeaderMap) -> Option<Authority> {
     let mut hosts = headers.get_all(header::HOST).iter();
     match (hosts.next(), hosts.next()) {
-        (Some(host), None) => host.to_str().is_ok_and(is_plain_authority),
-        _ => false,
+        (Some(host), None) => host
+            .to_str()
+            .ok()
+            .filter(|host| is_plain_authority(host))?
+            .parse()
+            .ok(),
+        _ => None,
     }
 }
 
@@ -130,7 +242,7 @@ pub async fn read_message(
             Ok(Ok(bytes)) => bytes,
             Ok(Err(refusal)) => return refusal,
             Err(_) => {
-                tracing::info!(event = "http_refused", reason = "body timeout");
+                abuse_log::note(Level::Info, "http_refused", "body timeout");
                 return (
                     StatusCode::REQUEST_TIMEOUT,
                     [(header::CONNECTION, HeaderValue::from_static("close"))],
@@ -156,23 +268,24 @@ pub async fn read_message(
         .await
 }
 
-/// The tool a `tools/call` request names, for the scope check.
+/// The method of a request (and the tool of a `tools/call`), for the
+/// scope check; `None` for notifications and responses, which ask for
+/// nothing.
 fn scoped_call(message: &rmcp::model::ClientJsonRpcMessage) -> Option<ScopedCall> {
     use rmcp::model::{ClientRequest, JsonRpcMessage};
     let JsonRpcMessage::Request(request) = message else {
         return None;
     };
-    match &request.request {
-        ClientRequest::CallToolRequest(call) => {
-            Some(ScopedCall::Tool(call.params.name.to_string()))
-        }
-        // By name, not by the typed variants: a request whose params rmcp
-        // cannot type still names a task method and is checked the same.
-        other => other
-            .method()
-            .starts_with("tasks/")
-            .then(|| ScopedCall::AgentTask(other.method().to_owned())),
-    }
+    // By name, not by the typed variants: a request whose params rmcp
+    // cannot type still names its method and is checked the same.
+    let tool = match &request.request {
+        ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
+        _ => None,
+    };
+    Some(ScopedCall {
+        method: request.request.method().to_owned(),
+        tool,
+    })
 }
 
 /// The body's bytes, or the response refusing it (too large, or broken
@@ -264,10 +377,69 @@ mod tests {
     #[test]
     fn exactly_one_host_header() {
         let mut headers = HeaderMap::new();
-        assert!(!has_one_plain_host(&headers));
+        assert!(one_plain_host(&headers).is_none());
         headers.append(header::HOST, HeaderValue::from_static("127.0.0.1:1"));
-        assert!(has_one_plain_host(&headers));
+        assert!(one_plain_host(&headers).is_some());
         headers.append(header::HOST, HeaderValue::from_static("127.0.0.1:1"));
-        assert!(!has_one_plain_host(&headers));
+        assert!(one_plain_host(&headers).is_none());
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_by_port_when_one_is_listed() {
+        let allowed = AllowedHosts::new(&[
+            "localhost".to_owned(),
+            "::1".to_owned(),
+            "MCP.example.com:443".to_owned(),
+        ]);
+        let allows = |host: &str| allowed.allows(&host.parse().unwrap());
+        for good in [
+            "localhost",
+            "LOCALHOST:8765",
+            "[::1]:1",
+            "mcp.example.com:443",
+        ] {
+            assert!(allows(good), "{good}");
+        }
+        for bad in [
+            "evil.example",
+            "localhost.evil.example",
+            "mcp.example.com",
+            "mcp.example.com:8443",
+            "127.0.0.1",
+        ] {
+            assert!(!allows(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_request_target_must_name_the_host_header_s_authority() {
+        let allowed = AllowedHosts::new(&["127.0.0.1".to_owned()]);
+        let problem = |target: &str, host: &str| {
+            let request = Request::builder()
+                .uri(target)
+                .header(header::HOST, host)
+                .body(Body::empty())
+                .unwrap();
+            host_problem(&request, &allowed)
+        };
+        assert_eq!(problem("/mcp", "127.0.0.1:8765"), None);
+        assert_eq!(problem("http://127.0.0.1:8765/mcp", "127.0.0.1:8765"), None);
+        assert_eq!(
+            problem("http://evil.example/mcp", "127.0.0.1:8765"),
+            Some(HostRefusal::ForeignTarget)
+        );
+        assert_eq!(
+            problem("http://127.0.0.1:9/mcp", "127.0.0.1:8765"),
+            Some(HostRefusal::ForeignTarget)
+        );
+        assert_eq!(
+            problem("/register", "evil.example"),
+            Some(HostRefusal::NotAllowed)
+        );
+        assert_eq!(problem("/healthz", "10.0.0.7:8765"), None);
+        assert_eq!(
+            problem("/healthz", "evil@10.0.0.7"),
+            Some(HostRefusal::Invalid)
+        );
     }
 }

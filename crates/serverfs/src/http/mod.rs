@@ -4,7 +4,9 @@
 //! Connections ([`connections`]): a header timeout that is also the
 //! keep-alive idle bound, a bound on open connections that evicts the
 //! longest-idle one, and `TCP_NODELAY`. Requests, outermost first: the
-//! `Host` header must be one plain `host[:port]` ([`intake::check_host`]);
+//! `Host` header must be one plain, allowed `host[:port]` and an
+//! absolute request-target must name it, on every route
+//! ([`intake::check_host`]);
 //! bearer or OAuth authentication on `/mcp` ([`auth`]); the body is read
 //! whole within the body timeout and must be one JSON-RPC message
 //! ([`intake::read_message`]); a tool call must be within the token's
@@ -21,6 +23,7 @@
 //! finish for up to the grace period, then close the remaining sessions
 //! and event streams and return.
 
+pub(crate) mod abuse_log;
 mod auth;
 mod connections;
 mod intake;
@@ -137,6 +140,7 @@ pub async fn serve(
     if let Some(authority) = oauth.as_ref().and_then(|o| o.public_authority()) {
         hosts.push(authority);
     }
+    let allowed_hosts = Arc::new(intake::AllowedHosts::new(&hosts));
     let config = config.with_allowed_hosts(hosts);
     let mcp = StreamableHttpService::new(move || Ok(server.for_session()), manager, config);
     if !matches!(authenticator, auth::Authenticator::None) {
@@ -180,7 +184,11 @@ pub async fn serve(
     }
     let app = app
         .layer(axum::middleware::from_fn(session_close_no_content))
-        .layer(axum::middleware::from_fn(intake::check_host));
+        .layer(axum::middleware::from_fn_with_state(
+            allowed_hosts,
+            intake::check_host,
+        ));
+    tokio::spawn(abuse_log::summarize_until(stopping.clone()));
     let max_connections = connection_bound(limits.max_connections);
     tracing::info!(
         event = "http_listening",
@@ -200,6 +208,7 @@ pub async fn serve(
         sessions,
     )
     .await;
+    abuse_log::flush_all();
     tracing::info!(event = "shutdown", reason = "signal");
     Ok(())
 }

@@ -9,6 +9,7 @@ pub(crate) mod catalog;
 mod elicit;
 pub(crate) mod error;
 mod forms;
+pub(crate) mod methods;
 pub(crate) mod params;
 mod resource;
 pub(crate) mod results;

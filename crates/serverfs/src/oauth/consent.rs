@@ -124,7 +124,11 @@ pub fn page(view: &ConsentView<'_>, status: StatusCode, secure_cookie: bool) -> 
 /// The error page of a request that cannot go back to its client (an
 /// unknown client or redirect URI must never be redirected to).
 pub fn error_page(refusal: Refusal) -> Response<Body> {
-    tracing::info!(event = "oauth_refused", code = refusal.code());
+    crate::http::abuse_log::note(
+        crate::http::abuse_log::Level::Info,
+        "oauth_refused",
+        refusal.code(),
+    );
     let nonce = style_nonce();
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

@@ -247,7 +247,11 @@ fn json_response(status: axum::http::StatusCode, body: &Value) -> Response<Body>
 
 /// The JSON error answer of the token and registration endpoints.
 fn json_refusal(refusal: Refusal, detail: &str) -> Response<Body> {
-    tracing::info!(event = "oauth_refused", code = refusal.code());
+    crate::http::abuse_log::note(
+        crate::http::abuse_log::Level::Info,
+        "oauth_refused",
+        refusal.code(),
+    );
     json_response(
         refusal.status(),
         &json!({

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::OAuthServer;
 use super::error::Refusal;
 use super::jwt::JwtVerifier;
-use super::scope::{Scope, Scopes};
+use super::scope::Scopes;
 use crate::secret;
 use crate::tokens::now_ms;
 
@@ -121,21 +121,30 @@ impl OAuthServer {
         challenge_response(refusal, &challenge, None)
     }
 
-    /// `403 insufficient_scope` for a call of a tool needing `needed`:
-    /// the challenge asks for the scopes held plus `needed` (step-up).
-    pub fn insufficient_scope(&self, held: &Scopes, needed: Scope, tool: &str) -> Response<Body> {
-        let wanted = held.clone().with(needed);
+    /// `403 insufficient_scope` for a request (`subject`: the tool called,
+    /// or the method) that needs the scopes `missing` besides those held:
+    /// the challenge asks for the scopes held plus the missing ones
+    /// (step-up).
+    pub fn insufficient_scope(
+        &self,
+        held: &Scopes,
+        missing: &Scopes,
+        subject: &str,
+    ) -> Response<Body> {
+        let wanted = held.union(missing);
+        let needs = if missing.iter().count() == 1 {
+            format!("the {missing} scope")
+        } else {
+            format!("the {missing} scopes")
+        };
         let challenge = format!(
             "Bearer error=\"insufficient_scope\", scope=\"{wanted}\", resource_metadata=\"{}\", \
-             error_description=\"{} needs the {} scope\"",
+             error_description=\"{subject} needs {needs}\"",
             self.resource_metadata_url,
-            tool,
-            needed.as_str()
         );
         let message = format!(
-            "INSUFFICIENT_SCOPE: {tool} needs the {} scope, and this access token has only \
-             \"{held}\"; authorize again with scope \"{wanted}\"",
-            needed.as_str()
+            "INSUFFICIENT_SCOPE: {subject} needs {needs}, and this access token has only \
+             \"{held}\"; authorize again with scope \"{wanted}\""
         );
         challenge_response(Refusal::InsufficientScope, &challenge, Some(message))
     }

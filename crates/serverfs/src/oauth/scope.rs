@@ -5,12 +5,20 @@
 //! - `write`: the tools that change files;
 //! - `agent`: the agent tools (which run coding agents in a workdir).
 //!
-//! `tools/list` still lists every tool the server offers; a call outside
-//! the token's scopes is refused with `403 insufficient_scope`.
+//! Every MCP request is checked by its method ([`Scopes::required_for`]):
+//! discovery and lifecycle methods (`initialize`, `tools/list`, …) need
+//! none, so `tools/list` still lists every tool the server offers; methods
+//! that read content (`resources/read`, …) need `read`; a tool call needs
+//! its tool's scope; the Tasks extension's methods need `agent`. A method
+//! or tool the table does not know needs every scope (fail closed: a
+//! method added to MCP later is not open to a narrow token by default).
+//! A request outside the token's scopes is refused with `403
+//! insufficient_scope`.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::mcp::methods::{self, MethodAccess};
 use crate::mcp::{ToolKind, ToolName};
 
 /// One scope.
@@ -95,9 +103,32 @@ impl Scopes {
         Scopes(names.into_iter().filter_map(Scope::parse).collect())
     }
 
-    /// Whether `scope` is in the set.
-    pub fn contains(&self, scope: Scope) -> bool {
-        self.0.contains(&scope)
+    /// The scopes a request of `method` needs; `tool` is the tool a
+    /// `tools/call` names, when its params could be read. An unknown
+    /// method, an unknown tool, or a `tools/call` without a readable tool
+    /// name needs every scope (fail closed).
+    pub fn required_for(method: &str, tool: Option<&str>) -> Scopes {
+        match methods::access(method) {
+            Some(MethodAccess::Nothing) => Scopes::default(),
+            Some(MethodAccess::Read) => Scopes::default().with(Scope::Read),
+            Some(MethodAccess::AgentTask) => Scopes::default().with(Scope::Agent),
+            Some(MethodAccess::Tool) => tool
+                .and_then(ToolName::from_wire)
+                .map_or_else(Scopes::all, |tool| {
+                    Scopes::default().with(Scope::required_by(tool))
+                }),
+            None => Scopes::all(),
+        }
+    }
+
+    /// The scopes of `self` missing from `held`.
+    pub fn missing_from(&self, held: &Scopes) -> Scopes {
+        Scopes(self.0.difference(&held.0).copied().collect())
+    }
+
+    /// The union of both sets.
+    pub fn union(&self, other: &Scopes) -> Scopes {
+        Scopes(self.0.union(&other.0).copied().collect())
     }
 
     /// Whether every scope of `self` is in `other`.
@@ -157,6 +188,44 @@ mod tests {
         }
         for agent in ["submit_agent_task", "get_agent_task", "list_agent_runtimes"] {
             assert_eq!(scope(agent), Scope::Agent, "{agent}");
+        }
+    }
+
+    #[test]
+    fn every_method_needs_what_it_touches_and_unknown_ones_need_everything() {
+        let needs =
+            |method: &str, tool: Option<&str>| Scopes::required_for(method, tool).to_string();
+        for free in [
+            "initialize",
+            "ping",
+            "tools/list",
+            "resources/templates/list",
+        ] {
+            assert_eq!(needs(free, None), "", "{free}");
+        }
+        for read in [
+            "resources/read",
+            "resources/subscribe",
+            "completion/complete",
+        ] {
+            assert_eq!(needs(read, None), "read", "{read}");
+        }
+        for agent in ["tasks/get", "tasks/update", "tasks/cancel", "tasks/list"] {
+            assert_eq!(needs(agent, None), "agent", "{agent}");
+        }
+        assert_eq!(needs("tools/call", Some("read_text_file")), "read");
+        assert_eq!(needs("tools/call", Some("delete_file")), "write");
+        assert_eq!(needs("tools/call", Some("submit_agent_task")), "agent");
+        // Fail closed: what the table does not know needs every scope.
+        for (method, tool) in [
+            ("tools/call", None),
+            ("tools/call", Some("no_such_tool")),
+            ("resources/write", None),
+            ("sampling/createMessage", None),
+            ("Resources/Read", None),
+            ("", None),
+        ] {
+            assert_eq!(needs(method, tool), "read write agent", "{method} {tool:?}");
         }
     }
 

@@ -414,6 +414,99 @@ async fn ambiguous_host_headers_are_refused() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
 }
 
+/// A foreign host is refused on every route but the health probe, and an
+/// absolute request-target must name the `Host` header's authority (a
+/// request for another server is not served because its `Host` says
+/// loopback).
+#[tokio::test]
+async fn foreign_hosts_and_foreign_request_targets_are_refused() {
+    let s = setup(&[]).await;
+    let addr = address(&s.server);
+    let port = addr.port();
+    for (head, expected) in [
+        ("GET /mcp HTTP/1.1\r\nHost: evil.example\r\n", "403"),
+        ("GET /nowhere HTTP/1.1\r\nHost: evil.example\r\n", "403"),
+        ("GET /healthz HTTP/1.1\r\nHost: 10.0.0.7:8765\r\n", "200"),
+        (
+            &format!("POST http://evil.example/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"),
+            "400",
+        ),
+        (
+            &format!("GET http://127.0.0.1:1/healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"),
+            "400",
+        ),
+        (
+            &format!("GET http://127.0.0.1:{port}/healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"),
+            "200",
+        ),
+    ] {
+        let status = raw_status(addr, head);
+        assert!(
+            status.starts_with(&format!("HTTP/1.1 {expected}")),
+            "{head:?}: {status}"
+        );
+    }
+}
+
+/// What anyone can provoke without a token is logged once per kind and
+/// interval, with a count: 300 guessed tokens write one line, and the
+/// summary of the 299 repeats comes at shutdown at the latest.
+#[tokio::test]
+async fn refusals_without_a_token_are_logged_as_counted_summaries() {
+    let mut s = setup(&[]).await;
+    let addr = address(&s.server);
+    let flood_started = Instant::now();
+    for _ in 0..300 {
+        let status = raw_status(
+            addr,
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sfs_guessed\r\n",
+        );
+        assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+    }
+    let refusal_lines = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("\"event\":\"auth_failed\""))
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    // The stderr reader may lag behind the answers: wait for the first.
+    let deadline = Instant::now() + TIMEOUT;
+    while refusal_lines(&s.server.stderr()).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = s.server.child.id().expect("pid");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(TIMEOUT, s.server.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let deadline = Instant::now() + TIMEOUT;
+    while !s.server.stderr().contains("\"event\":\"shutdown\"") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let lines = refusal_lines(&s.server.stderr());
+    // Each interval (10 s) logs its first refusal as it happens and
+    // summarizes the rest (the last summary at shutdown): every refusal
+    // is accounted for, in at most two lines per interval the flood
+    // spanned (a line per refusal would be 300).
+    let logged_in_full = lines.iter().filter(|l| l.get("repeated").is_none()).count() as u64;
+    let repeated: u64 = lines.iter().filter_map(|l| l["repeated"].as_u64()).sum();
+    assert_eq!(logged_in_full + repeated, 300, "{lines:?}");
+    let intervals = flood_started.elapsed().as_secs() / 10 + 1;
+    assert!(
+        lines.len() as u64 <= 2 * intervals && lines.len() >= 2,
+        "{} lines over {intervals} interval(s): {lines:?}",
+        lines.len()
+    );
+}
+
 /// A request refused before its body is read (no valid token, a bad
 /// `Host`) whose body follows its head a little later, as most clients
 /// send it: the refusal says the connection closes, so the client opens a

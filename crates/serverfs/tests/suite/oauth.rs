@@ -734,6 +734,167 @@ async fn a_write_tool_with_a_read_only_token_is_refused_with_insufficient_scope(
     }
 }
 
+/// `resources/read` through a legacy session (initialize, initialized,
+/// read): its HTTP status and body.
+async fn legacy_resource_read(url: &str, token: &str, uri: &str) -> (u16, String) {
+    let authorization = format!("Bearer {token}");
+    let opened = raw_initialize(url, &[("authorization", &authorization)], None).await;
+    assert_eq!(opened.status(), 200, "initialize");
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let headers = [
+        ("authorization", authorization.as_str()),
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = raw_initialize(url, &headers, Some(initialized.to_string())).await;
+    assert_eq!(sent.status(), 202, "initialized");
+    let read =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": uri}});
+    let answer = raw_initialize(url, &headers, Some(read.to_string())).await;
+    (answer.status().as_u16(), answer.text().await.unwrap())
+}
+
+/// Every request that reads or changes something is checked against the
+/// token's scopes by its method, in both protocol eras: `resources/read`
+/// needs `read` (agent-only, write-only and foreign-scope tokens read
+/// nothing through `serverfs://`), and a method the server does not know
+/// needs every scope (fail closed).
+#[tokio::test]
+async fn resources_and_unknown_methods_need_scopes_in_both_protocol_eras() {
+    let x = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oauth/idp-ed25519.x"
+    ))
+    .unwrap();
+    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]});
+    let (jwks_base, _served) = serve_json(|_| jwks.to_string()).await;
+    let issuer = "https://idp.example";
+    let jwks_url = format!("{jwks_base}/jwks.json");
+    let s = OAuth::start(&[
+        ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", issuer),
+        ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
+    ])
+    .await;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let foreign = jwt(
+        &json!({"iss": issuer, "aud": s.server.url, "exp": now + 300, "sub": "alice", "scope": "openid profile"}),
+        "idp-ed25519.pkcs8.der",
+    );
+    let agent = s.grant("agent").await.access;
+    let write = s.grant("write").await.access;
+    let read = s.grant("read").await.access;
+    let uri = "serverfs://w/a.txt";
+    for (token, who) in [
+        (&agent, "agent"),
+        (&write, "write"),
+        (&foreign, "openid profile"),
+    ] {
+        let current = mcp_post(
+            &s.server.url,
+            token,
+            "resources/read",
+            Some(uri),
+            json!({"uri": uri}),
+        )
+        .await;
+        assert_eq!(current.status(), 403, "{who}: current era");
+        let body: Value = current.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("INSUFFICIENT_SCOPE: resources/read needs the read scope"),
+            "{who}: {message}"
+        );
+        let (status, body) = legacy_resource_read(&s.server.url, token, uri).await;
+        assert_eq!(status, 403, "{who}: legacy era: {body}");
+        assert!(!body.contains("hello"), "{who}: {body}");
+    }
+    // The read scope reads, in both eras (the control: the same requests
+    // work when the scope is there).
+    let current = mcp_post(
+        &s.server.url,
+        &read,
+        "resources/read",
+        Some(uri),
+        json!({"uri": uri}),
+    )
+    .await;
+    assert_eq!(current.status(), 200);
+    assert!(current.text().await.unwrap().contains("hello"));
+    let (status, body) = legacy_resource_read(&s.server.url, &read, uri).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("hello"), "{body}");
+    // Fail closed: a method (or tool) the table does not know needs every
+    // scope; the owner's full token reaches the server, which does not
+    // know it either.
+    for (method, params) in [
+        ("resources/write", json!({"uri": uri})),
+        (
+            "tools/call",
+            json!({"name": "no_such_tool", "arguments": {}}),
+        ),
+    ] {
+        let refused = mcp_post(&s.server.url, &read, method, None, params.clone()).await;
+        assert_eq!(refused.status(), 403, "{method}");
+        assert!(
+            www_authenticate(&refused).contains("scope=\"read write agent\""),
+            "{method}: {}",
+            www_authenticate(&refused)
+        );
+        // The control: with every scope the request passes the check, and
+        // the server answers it by its own rules (not a scope refusal).
+        let owner = mcp_post(&s.server.url, &s.owner, method, None, params).await;
+        assert_ne!(owner.status(), 403, "{method} with every scope");
+        assert!(www_authenticate(&owner).is_empty(), "{method}");
+    }
+}
+
+/// The authorization server's routes check the `Host` header as `/mcp`
+/// does: a page on another origin (DNS rebinding) reaches none of them.
+#[tokio::test]
+async fn the_oauth_routes_refuse_a_foreign_host() {
+    let s = OAuth::start(&[]).await;
+    let registration = json!({"redirect_uris": [LOOPBACK_CALLBACK]}).to_string();
+    for (method, path) in [
+        ("GET", "/.well-known/oauth-authorization-server"),
+        ("GET", "/.well-known/oauth-protected-resource"),
+        ("GET", "/.well-known/oauth-protected-resource/mcp"),
+        ("GET", "/authorize?client_id=x"),
+        ("POST", "/register"),
+        ("POST", "/token"),
+        ("POST", "/revoke"),
+        ("POST", "/mcp"),
+    ] {
+        let url = format!("{}{path}", s.origin);
+        let send = |host: &'static str| {
+            client()
+                .request(method.parse().unwrap(), &url)
+                .header("host", host)
+                .header("content-type", "application/json")
+                .body(registration.clone())
+                .send()
+        };
+        let foreign = tokio::time::timeout(TIMEOUT, send("evil.example"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(foreign.status(), 403, "{method} {path}");
+        // The control: the same request with the loopback name is not
+        // refused for its host.
+        let local = tokio::time::timeout(TIMEOUT, send("localhost"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_ne!(local.status(), 403, "{method} {path} on localhost");
+    }
+}
+
 #[tokio::test]
 async fn authorization_codes_are_single_use_and_pkce_bound() {
     let s = OAuth::start(&[]).await;
