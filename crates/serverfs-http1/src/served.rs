@@ -1,10 +1,11 @@
 //! A `serverfs serve --http 127.0.0.1:0` child and the address it chose.
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub struct Served {
 struct LogVolume {
     bytes: AtomicU64,
     lines: AtomicU64,
+    /// Lines per `event` name.
+    events: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Served {
@@ -56,9 +59,17 @@ impl Served {
                     .bytes
                     .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
                 volume.lines.fetch_add(1, Ordering::Relaxed);
-                if let Ok(event) = serde_json::from_str::<Value>(&line)
-                    && event["event"] == "http_listening"
-                {
+                let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let name = event["event"].as_str().unwrap_or("(none)");
+                *volume
+                    .events
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(name.to_owned())
+                    .or_default() += 1;
+                if name == "http_listening" {
                     let _ = tx.send(event["address"].as_str().unwrap_or_default().to_owned());
                 }
             }
@@ -94,6 +105,15 @@ impl Served {
             self.log.bytes.load(Ordering::Relaxed),
             self.log.lines.load(Ordering::Relaxed),
         )
+    }
+
+    /// How many lines it has logged so far per `event` name.
+    pub fn logged_events(&self) -> BTreeMap<String, u64> {
+        self.log
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whether the server is still running.

@@ -85,7 +85,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     });
     let slow_headers = under_attack(&mut client, calls, || trickle_headers(address));
     let flooding = under_attack(&mut client, calls, || {
-        flood_sessions(address, &flood_token, flood)
+        flood_sessions(address, &flood_token, flood, Duration::ZERO)
     });
     let rss_flood = peak_rss_mib(served.pid()).unwrap_or(0.0);
     let slow_bodies = under_attack(&mut client, calls, || trickle_bodies(address, &token));
@@ -283,8 +283,14 @@ fn trickle_bodies(address: SocketAddr, token: &str) -> Box<dyn FnOnce()> {
 }
 
 /// `total` legacy `initialize`s with a token from several threads, each
-/// on its own kept-alive connection; sessions are never closed.
-pub(super) fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnOnce()> {
+/// on its own kept-alive connection and pausing `pause` after each;
+/// sessions are never closed.
+pub(super) fn flood_sessions(
+    address: SocketAddr,
+    token: &str,
+    total: usize,
+    pause: Duration,
+) -> Box<dyn FnOnce()> {
     let sent = Arc::new(AtomicU64::new(0));
     let token = token.to_owned();
     background(move |stop| {
@@ -317,6 +323,7 @@ pub(super) fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> 
                         {
                             connection = None;
                         }
+                        std::thread::sleep(pause);
                     }
                 });
             }

@@ -81,6 +81,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let baseline = client.measure(calls);
     let rss_before = rss_mib(served.pid()).unwrap_or(0.0);
     let (log_bytes_before, log_lines_before) = served.logged();
+    let events_before = served.logged_events();
     let started = Instant::now();
     let stoppers = vec![
         churn_idle_sockets(address),
@@ -88,7 +89,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         junk(address),
         large_bodies(address, &token),
         registrations(address),
-        flood_sessions(address, &flood_token, usize::MAX),
+        flood_sessions(address, &flood_token, usize::MAX, Duration::from_millis(10)),
     ];
     let attacked = client.measure(calls);
     for stop in stoppers {
@@ -100,6 +101,22 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let rss_after = rss_mib(served.pid()).unwrap_or(0.0);
     let (log_bytes, log_lines) = served.logged();
     let (log_bytes, log_lines) = (log_bytes - log_bytes_before, log_lines - log_lines_before);
+    let mut loudest: Vec<(String, u64)> = served
+        .logged_events()
+        .into_iter()
+        .map(|(event, count)| {
+            let before = events_before.get(&event).copied().unwrap_or(0);
+            (event, count - before)
+        })
+        .filter(|(_, count)| *count > 0)
+        .collect();
+    loudest.sort_by(|a, b| b.1.cmp(&a.1));
+    let loudest = loudest
+        .iter()
+        .take(4)
+        .map(|(event, count)| format!("{event} {count}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let crashed = u64::from(!served.is_running());
 
     // Two lines per kind and interval, plus the legitimate client's audit
@@ -128,7 +145,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         ],
         figures: format!(
             "p99 {base:.2} ms without attack, {ratio} during {attack_seconds} s of every attack \
-             at once (target ≤ ×3); log during it {log_lines} lines, {:.1} KiB; RSS {rss_before:.1} \
+             at once (target ≤ ×3); log during it {log_lines} lines ({loudest}), {:.1} KiB; RSS {rss_before:.1} \
              MiB before, {rss_peak:.1} MiB peak, {rss_after:.1} MiB {} s after",
             log_bytes as f64 / 1024.0,
             SETTLE.as_secs(),

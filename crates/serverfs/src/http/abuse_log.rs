@@ -1,6 +1,7 @@
 //! Log lines for what anyone can provoke without a token (refused hosts,
-//! failed authentication, evicted and refused connections, malformed
-//! requests, OAuth refusals) come at most once per kind per interval.
+//! failed authentication, evicted and refused connections, OAuth
+//! refusals), and for refusals at a bound that a token holder's flood
+//! provokes (`session_refused`), come at most once per kind per interval.
 //!
 //! An attacker controls how often these happen, and a line per event let a
 //! ten-minute attack write 17.7 MB of logs (34,137 `connection_evicted`

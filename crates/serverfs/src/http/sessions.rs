@@ -7,9 +7,11 @@
 //! session belongs to the bearer token that created it (its stored hash, so
 //! a token replaced under the same name is another owner):
 //!
-//! - a new session beyond `max_sessions_per_token` for its token, or
-//!   `max_sessions` in all, is closed again at once and its `initialize`
-//!   answered `429` with `SESSION_LIMIT_REACHED`;
+//! - an `initialize` beyond `max_sessions_per_token` for its token, or
+//!   `max_sessions` in all, is answered `429` with `SESSION_LIMIT_REACHED`
+//!   before rmcp builds a session (and a session that two racing
+//!   `initialize`s let past that check is closed again at once); the
+//!   refusals are logged as counted summaries ([`super::abuse_log`]);
 //! - a request naming another token's session gets `404`, as an unknown
 //!   session does (MCP clients then start a new one);
 //! - once a token is revoked or replaced (or an OAuth grant revoked), its
@@ -31,7 +33,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{Authenticator, LiveOwners, TokenHash};
+use super::abuse_log::{self, Level};
+use super::auth::{Authenticator, LiveOwners, ScopedCall, TokenHash};
 use crate::tokens::TokenStore;
 
 /// The header naming a legacy session.
@@ -81,14 +84,31 @@ impl SessionGate {
     async fn admit(&self, id: SessionId, owner: String) -> Result<(), &'static str> {
         self.prune().await;
         let mut owners = self.owners();
+        self.room_for(&owners, &owner)?;
+        owners.insert(id, owner);
+        Ok(())
+    }
+
+    /// Which bound a new session of `owner` would break now, if any: an
+    /// `initialize` that would be refused anyway is refused before rmcp
+    /// builds its session (a flood of them cost a session each).
+    async fn refuses(&self, owner: &str) -> Result<(), &'static str> {
+        self.prune().await;
+        self.room_for(&self.owners(), owner)
+    }
+
+    fn room_for(
+        &self,
+        owners: &HashMap<SessionId, String>,
+        owner: &str,
+    ) -> Result<(), &'static str> {
         if owners.len() >= self.limits.max_sessions {
             return Err("max_sessions");
         }
-        let held = owners.values().filter(|o| **o == owner).count();
+        let held = owners.values().filter(|o| *o == owner).count();
         if held >= self.limits.max_sessions_per_token {
             return Err("max_sessions_per_token");
         }
-        owners.insert(id, owner);
         Ok(())
     }
 
@@ -153,6 +173,13 @@ pub async fn gate(State(gate): State<Arc<SessionGate>>, request: Request, next: 
         }
         return next.run(request).await;
     }
+    let initializes = request
+        .extensions()
+        .get::<ScopedCall>()
+        .is_some_and(|call| call.method == "initialize");
+    if initializes && let Err(bound) = gate.refuses(&owner).await {
+        return refused(bound);
+    }
     let response = next.run(request).await;
     let created = response
         .headers()
@@ -166,10 +193,16 @@ pub async fn gate(State(gate): State<Arc<SessionGate>>, request: Request, next: 
         Ok(()) => response,
         Err(bound) => {
             let _ = gate.manager.close_session(&id).await;
-            tracing::warn!(event = "session_refused", bound);
-            limit_reached(bound)
+            refused(bound)
         }
     }
+}
+
+/// Refuses a new session at `bound`. A flood of them is logged as counted
+/// summaries, as unauthenticated abuse is: the refusal says enough.
+fn refused(bound: &'static str) -> Response {
+    abuse_log::note(Level::Warn, "session_refused", bound);
+    limit_reached(bound)
 }
 
 /// `429` with a JSON-RPC error saying which bound was reached.
