@@ -12,6 +12,7 @@
 //! | SIGKILL | the server killed during edit and upload replacement loops ([`kills`]) |
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
+//! | OAuth metadata documents | rounds of ten concurrent `/authorize` requests naming 1 GiB client ID metadata documents; peak RSS above baseline ([`oauth_fetch`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -19,6 +20,7 @@
 mod bridge;
 mod http_abuse;
 mod kills;
+mod oauth_fetch;
 mod paths;
 mod swap;
 
@@ -85,12 +87,13 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
         ("HTTP abuse", http_abuse::run),
         ("Bridge kills", bridge::run),
+        ("OAuth metadata documents", oauth_fetch::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
