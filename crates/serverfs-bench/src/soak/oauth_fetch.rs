@@ -23,7 +23,7 @@ use std::time::Duration;
 use serverfs_http1::{Connection, Served};
 
 use super::http_abuse::create_token;
-use super::{Outcome, Setup, text};
+use super::{Outcome, Setup, scratch, text};
 use crate::rss::{current_rss_mib, peak_rss_mib};
 
 /// Concurrent `/authorize` requests per round (the ten clients).
@@ -37,12 +37,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let rounds = setup.profile.pick(4, 20);
-    let tmp = tempfile::Builder::new()
-        .prefix("serverfs-soak-")
-        .tempdir()
-        .map_err(|e| format!("temp dir: {e}"))?;
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    let (tmp, root) = scratch()?;
     let token_file = tmp.path().join("tokens.json");
     create_token(setup, &token_file, "owner")?;
     let documents = DocumentServer::start()?;
