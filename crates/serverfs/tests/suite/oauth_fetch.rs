@@ -246,13 +246,20 @@ fn assert_refused_because(s: &OAuth, reason: &str) {
     );
 }
 
-#[tokio::test]
-async fn a_declared_length_above_the_cap_is_refused_before_the_body_is_read() {
-    let mock = Mock::start(Answer::Endless(Some(1 << 30))).await;
+/// A server whose `/authorize` names the document `answer` serves: the
+/// request is refused as an unusable document.
+async fn refused_document(answer: Answer) -> (Mock, OAuth) {
+    let mock = Mock::start(answer).await;
     let s = OAuth::start(&[]).await;
     authorize(&s, &mock.url("/client.json"))
         .await
         .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
+    (mock, s)
+}
+
+#[tokio::test]
+async fn a_declared_length_above_the_cap_is_refused_before_the_body_is_read() {
+    let (mock, s) = refused_document(Answer::Endless(Some(1 << 30))).await;
     let written = mock.finished(1).await;
     assert!(
         written[0] < MOCK_MAX_BYTES,
@@ -263,11 +270,7 @@ async fn a_declared_length_above_the_cap_is_refused_before_the_body_is_read() {
 
 #[tokio::test]
 async fn an_endless_chunked_body_is_cut_at_the_cap() {
-    let mock = Mock::start(Answer::Endless(None)).await;
-    let s = OAuth::start(&[]).await;
-    authorize(&s, &mock.url("/client.json"))
-        .await
-        .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
+    let (mock, s) = refused_document(Answer::Endless(None)).await;
     let written = mock.finished(1).await;
     // What the mock got written is what the server read plus what the two
     // sockets' buffers held when it closed: far below the mock's end.
@@ -280,11 +283,7 @@ async fn an_endless_chunked_body_is_cut_at_the_cap() {
 
 #[tokio::test]
 async fn a_slow_drip_is_cut_at_the_total_time_bound() {
-    let mock = Mock::start(Answer::Drip).await;
-    let s = OAuth::start(&[]).await;
-    authorize(&s, &mock.url("/client.json"))
-        .await
-        .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
+    let (mock, s) = refused_document(Answer::Drip).await;
     mock.finished(1).await;
     assert_refused_because(&s, "took longer than 5 s");
 }
@@ -296,11 +295,7 @@ async fn redirects_are_never_followed() {
             .to_string(),
     ))
     .await;
-    let mock = Mock::start(Answer::Redirect(target.url("/client.json"))).await;
-    let s = OAuth::start(&[]).await;
-    authorize(&s, &mock.url("/client.json"))
-        .await
-        .assert_code(400, "OAUTH_CLIENT_METADATA_INVALID");
+    let (mock, s) = refused_document(Answer::Redirect(target.url("/client.json"))).await;
     assert_eq!(mock.hits(), 1);
     assert_eq!(target.hits(), 0, "the redirect was followed");
     assert_refused_because(&s, "answered 302");
