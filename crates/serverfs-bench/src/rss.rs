@@ -1,4 +1,4 @@
-//! Memory of a measured process: its peak and its current resident set.
+//! Resident memory of a measured process.
 
 /// Peak resident set size (`VmHWM`) of process `pid`, in MiB; `None` once
 /// it has exited.
@@ -6,13 +6,13 @@ pub fn peak_rss_mib(pid: u32) -> Option<f64> {
     status_mib(pid, "VmHWM:")
 }
 
-/// Resident set size now (`VmRSS`) of process `pid`, in MiB; `None` once
-/// it has exited.
-pub fn rss_mib(pid: u32) -> Option<f64> {
+/// Current resident set size (`VmRSS`) of process `pid`, in MiB; `None`
+/// once it has exited.
+pub fn current_rss_mib(pid: u32) -> Option<f64> {
     status_mib(pid, "VmRSS:")
 }
 
-/// A `kB` figure of `/proc/PID/status`, in MiB.
+/// A `/proc/PID/status` field given in kB, in MiB.
 fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kib: f64 = status

@@ -36,7 +36,7 @@ use super::http_abuse::{
 };
 use super::{Outcome, Setup, text};
 use crate::measure::quantile;
-use crate::rss::{peak_rss_mib, rss_mib};
+use crate::rss::{current_rss_mib, peak_rss_mib};
 
 /// Idle sockets the churn keeps open at once (beyond the server's bound,
 /// which is half the 1,024 open-file limit).
@@ -79,7 +79,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
 
     let _ = client.measure(calls / 5);
     let baseline = client.measure(calls);
-    let rss_before = rss_mib(served.pid()).unwrap_or(0.0);
+    let rss_before = current_rss_mib(served.pid()).unwrap_or(0.0);
     let (log_bytes_before, log_lines_before) = served.logged();
     let events_before = served.logged_events();
     let started = Instant::now();
@@ -96,9 +96,9 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         stop();
     }
     let attack_seconds = started.elapsed().as_secs();
-    let rss_peak = peak_rss_mib(served.pid()).unwrap_or(0.0);
+    let rss_peak = peak_current_rss_mib(served.pid()).unwrap_or(0.0);
     std::thread::sleep(SETTLE);
-    let rss_after = rss_mib(served.pid()).unwrap_or(0.0);
+    let rss_after = current_rss_mib(served.pid()).unwrap_or(0.0);
     let (log_bytes, log_lines) = served.logged();
     let (log_bytes, log_lines) = (log_bytes - log_bytes_before, log_lines - log_lines_before);
     let mut loudest: Vec<(String, u64)> = served

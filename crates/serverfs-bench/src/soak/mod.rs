@@ -13,6 +13,7 @@
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
 //! | HTTP mixed attack | every HTTP attack at once against an OAuth server: the legitimate p99, the log's growth, memory after ([`http_mixed`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
+//! | OAuth metadata documents | rounds of ten concurrent `/authorize` requests naming 1 GiB client ID metadata documents; peak RSS above baseline ([`oauth_fetch`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -21,6 +22,7 @@ mod bridge;
 mod http_abuse;
 mod http_mixed;
 mod kills;
+mod oauth_fetch;
 mod paths;
 mod swap;
 
@@ -94,6 +96,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         ("HTTP abuse", http_abuse::run),
         ("HTTP mixed attack", http_mixed::run),
         ("Bridge kills", bridge::run),
+        ("OAuth metadata documents", oauth_fetch::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
@@ -183,6 +186,18 @@ impl Rng {
         let span = u64::try_from(span).unwrap_or(u64::MAX);
         low + Duration::from_micros(self.below(span))
     }
+}
+
+/// A throw-away directory for one check, with an empty `root` directory
+/// in it (the workdir the check serves).
+pub fn scratch() -> Result<(tempfile::TempDir, PathBuf), String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("serverfs-soak-")
+        .tempdir()
+        .map_err(|e| format!("temp dir: {e}"))?;
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    Ok((tmp, root))
 }
 
 /// A path as a TOML basic string (JSON string syntax is a subset of it).

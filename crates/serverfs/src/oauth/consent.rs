@@ -148,6 +148,9 @@ fn problem_text(refusal: Refusal) -> &'static str {
     match refusal {
         Refusal::ClientUnknown => "This client is not registered with this server.",
         Refusal::ClientMetadataInvalid => "The client's metadata document could not be used.",
+        Refusal::ClientMetadataBusy => {
+            "Too many client metadata documents are being fetched right now; try again shortly."
+        }
         Refusal::RedirectUriMismatch => {
             "The redirect address is not one this client registered; nothing was sent to it."
         }

@@ -44,6 +44,8 @@ refusals! {
     ClientUnknown => ("OAUTH_CLIENT_UNKNOWN", "invalid_client", 401),
     /// A client ID metadata document could not be fetched or is not valid.
     ClientMetadataInvalid => ("OAUTH_CLIENT_METADATA_INVALID", "invalid_client_metadata", 400),
+    /// Too many client ID metadata documents are being fetched at once; try again shortly.
+    ClientMetadataBusy => ("OAUTH_CLIENT_METADATA_BUSY", "temporarily_unavailable", 503),
     /// The `redirect_uri` is not one the client registered (exact match).
     RedirectUriMismatch => ("OAUTH_REDIRECT_URI_MISMATCH", "invalid_request", 400),
     /// A redirect URI offered at registration is neither loopback nor allowlisted.
@@ -94,6 +96,8 @@ refusals! {
     TokenInvalid => ("OAUTH_TOKEN_INVALID", "invalid_token", 401),
     /// The access token has expired.
     TokenExpired => ("OAUTH_TOKEN_EXPIRED", "invalid_token", 401),
+    /// The access token's `nbf` (not before) is still ahead, beyond the allowed clock skew.
+    TokenNotYetValid => ("OAUTH_TOKEN_NOT_YET_VALID", "invalid_token", 401),
     /// The access token was issued for another resource (audience).
     AudienceMismatch => ("OAUTH_AUDIENCE_MISMATCH", "invalid_token", 401),
     /// The access token comes from an issuer this server does not trust.

@@ -2,8 +2,9 @@
 //! operator who already runs an identity provider. A token is accepted
 //! only when it is signed by one of the issuer's keys (asymmetric
 //! algorithms only), its `iss` is the configured issuer, its `aud` is this
-//! server (the canonical resource unless configured otherwise), and it has
-//! not expired. Its `scope` (or `scp`) claim gives its scopes.
+//! server (the canonical resource unless configured otherwise), it has
+//! not expired, and its `nbf` (when it has one) is not ahead — both within
+//! [`CLOCK_SKEW`]. Its `scope` (or `scp`) claim gives its scopes.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use serverfs_config::{ExternalIssuer, JwksSource};
 use tokio::sync::Mutex;
 
 use super::error::Refusal;
+use super::fetch::{FetchError, Fetcher, Limits};
 use super::resource::Principal;
 use super::scope::Scopes;
 
@@ -21,8 +23,17 @@ use super::scope::Scopes;
 const JWKS_TTL: Duration = Duration::from_secs(600);
 /// How soon an unknown key id may trigger another fetch.
 const JWKS_REFETCH_BACKOFF: Duration = Duration::from_secs(30);
-/// Largest key set read.
-const MAX_JWKS_BYTES: usize = 256 * 1024;
+/// What fetching the key set may cost (docs/oauth.md): 256 KiB, 10 s in
+/// all; fetches are one at a time anyway (the key lock), the bound of 2
+/// only keeps a stuck one from being joined by many.
+pub const JWKS_FETCH_LIMITS: Limits = Limits {
+    max_bytes: 256 * 1024,
+    total_time: Duration::from_secs(10),
+    in_flight: 2,
+};
+/// How far the issuer's clock and this server's may differ: `exp` and
+/// `nbf` are both given this much leeway.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
 
 /// The algorithms accepted: asymmetric ones only (a shared secret could
 /// be used to forge tokens by anyone who verifies them).
@@ -43,7 +54,7 @@ pub struct JwtVerifier {
     issuer: String,
     audience: String,
     source: JwksSource,
-    http: reqwest::Client,
+    fetcher: Fetcher,
     keys: Mutex<Option<(Instant, JwkSet)>>,
 }
 
@@ -53,12 +64,9 @@ pub enum JwksError {
     /// The file could not be read.
     #[error("cannot read the JWKS file: {0}")]
     File(std::io::Error),
-    /// The URL could not be fetched.
+    /// The URL could not be fetched, or did not give a JSON Web Key Set.
     #[error("cannot fetch the JWKS URL: {0}")]
-    Fetch(reqwest::Error),
-    /// The URL answered with an error status or too much.
-    #[error("the JWKS URL answered {0}")]
-    Answer(String),
+    Fetch(FetchError<serde_json::Error>),
     /// Not a JSON Web Key Set.
     #[error("not a JSON Web Key Set: {0}")]
     Malformed(serde_json::Error),
@@ -70,7 +78,7 @@ impl JwtVerifier {
     pub fn new(
         external: &ExternalIssuer,
         canonical_resource: &str,
-        http: reqwest::Client,
+        fetcher: Fetcher,
     ) -> JwtVerifier {
         JwtVerifier {
             issuer: external.issuer.clone(),
@@ -79,7 +87,7 @@ impl JwtVerifier {
                 .clone()
                 .unwrap_or_else(|| canonical_resource.to_owned()),
             source: external.jwks.clone(),
-            http,
+            fetcher,
             keys: Mutex::new(None),
         }
     }
@@ -115,11 +123,13 @@ impl JwtVerifier {
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        validation.leeway = 30;
+        validation.validate_nbf = true;
+        validation.leeway = CLOCK_SKEW.as_secs();
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind;
             match e.kind() {
                 ErrorKind::ExpiredSignature => Refusal::TokenExpired,
+                ErrorKind::ImmatureSignature => Refusal::TokenNotYetValid,
                 ErrorKind::InvalidAudience => Refusal::AudienceMismatch,
                 ErrorKind::InvalidIssuer => Refusal::IssuerUnknown,
                 _ => Refusal::TokenInvalid,
@@ -194,34 +204,23 @@ impl JwtVerifier {
     ///
     /// [`JwksError`].
     pub async fn fetch(&self) -> Result<JwkSet, JwksError> {
-        let bytes = match &self.source {
+        match &self.source {
             JwksSource::File(path) => {
                 let path = path.clone();
-                tokio::task::spawn_blocking(move || std::fs::read(path))
+                let bytes = tokio::task::spawn_blocking(move || std::fs::read(path))
                     .await
                     .map_err(|e| JwksError::File(std::io::Error::other(e)))?
-                    .map_err(JwksError::File)?
+                    .map_err(JwksError::File)?;
+                serde_json::from_slice(&bytes).map_err(JwksError::Malformed)
             }
-            JwksSource::Url(url) => {
-                let response = self
-                    .http
-                    .get(url.as_str())
-                    .send()
-                    .await
-                    .map_err(JwksError::Fetch)?;
-                if !response.status().is_success() {
-                    return Err(JwksError::Answer(response.status().to_string()));
-                }
-                let bytes = response.bytes().await.map_err(JwksError::Fetch)?;
-                if bytes.len() > MAX_JWKS_BYTES {
-                    return Err(JwksError::Answer(format!(
-                        "more than {MAX_JWKS_BYTES} bytes"
-                    )));
-                }
-                bytes.to_vec()
-            }
-        };
-        serde_json::from_slice(&bytes).map_err(JwksError::Malformed)
+            JwksSource::Url(url) => self
+                .fetcher
+                .get(url, "application/json", |bytes| {
+                    serde_json::from_slice::<JwkSet>(bytes)
+                })
+                .await
+                .map_err(JwksError::Fetch),
+        }
     }
 }
 

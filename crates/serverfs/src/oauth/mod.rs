@@ -25,6 +25,7 @@ pub mod authorize;
 pub mod clients;
 pub mod consent;
 pub mod error;
+pub mod fetch;
 pub mod jwt;
 pub mod metadata;
 pub mod public_addr;
@@ -38,7 +39,6 @@ pub mod token;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -76,7 +76,7 @@ pub struct OAuthServer {
     documents: clients::DocumentCache,
     /// Fetches client ID metadata documents (URLs anyone may name): on a
     /// server with an `https` resource, public addresses only.
-    document_http: reqwest::Client,
+    document_fetch: fetch::Fetcher,
 }
 
 /// Why the OAuth server cannot start.
@@ -105,22 +105,13 @@ impl OAuthServer {
         let settings = http.oauth.clone();
         let resource = settings.canonical_resource(local);
         let issuer = origin_of(&resource);
-        let builder = || {
-            reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .redirect(reqwest::redirect::Policy::none())
-        };
         // A server only this machine can reach (an `http` resource) may
         // fetch documents from it, as a development set-up does; any
         // other keeps to public addresses, and no proxy resolves for it.
-        let document_http = if is_reachable_from_elsewhere(&resource) {
-            builder()
-                .no_proxy()
-                .dns_resolver(public_addr::PublicResolver)
-                .build()
-        } else {
-            builder().build()
-        }
+        let document_fetch = fetch::Fetcher::new(
+            clients::DOCUMENT_FETCH_LIMITS,
+            is_reachable_from_elsewhere(&resource),
+        )
         .map_err(OAuthSetupError::HttpClient)?;
         let store = OAuthStore::new(settings.state_file.clone());
         store.load()?;
@@ -129,7 +120,8 @@ impl OAuthServer {
             Some(external) => Some(JwtVerifier::new(
                 external,
                 &resource,
-                builder().build().map_err(OAuthSetupError::HttpClient)?,
+                fetch::Fetcher::new(jwt::JWKS_FETCH_LIMITS, false)
+                    .map_err(OAuthSetupError::HttpClient)?,
             )),
             None => None,
         };
@@ -142,7 +134,7 @@ impl OAuthServer {
             external,
             flows: Mutex::new(authorize::Flows::default()),
             documents: clients::DocumentCache::default(),
-            document_http,
+            document_fetch,
             settings,
         })
     }

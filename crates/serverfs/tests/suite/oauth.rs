@@ -14,22 +14,22 @@ use crate::common::http::{HttpServer, create_token, raw_initialize};
 use crate::common::{TIMEOUT, binary};
 
 const HOSTED_CALLBACK: &str = "https://claude.ai/api/mcp/auth_callback";
-const LOOPBACK_CALLBACK: &str = "http://127.0.0.1:9/callback";
+pub(crate) const LOOPBACK_CALLBACK: &str = "http://127.0.0.1:9/callback";
 
 /// A `serve --http` child with `auth = oauth` on loopback, a workdir `w`
 /// (read-write, holding `a.txt`) and an owner bearer token.
-struct OAuth {
+pub(crate) struct OAuth {
     tree: TempWorkdir,
     dir: tempfile::TempDir,
-    server: HttpServer,
+    pub(crate) server: HttpServer,
     /// `http://127.0.0.1:PORT`.
-    origin: String,
+    pub(crate) origin: String,
     /// The owner's bearer token (the ownership proof).
     owner: String,
 }
 
 impl OAuth {
-    async fn start(extra_env: &[(&str, &str)]) -> OAuth {
+    pub(crate) async fn start(extra_env: &[(&str, &str)]) -> OAuth {
         let tree = TempWorkdir::new();
         tree.file("a.txt", "hello\n");
         let dir = tempfile::tempdir().unwrap();
@@ -132,7 +132,7 @@ impl OAuth {
     }
 
     /// `GET /authorize` with `params`.
-    async fn authorize_page(&self, params: &[(&str, &str)]) -> Page {
+    pub(crate) async fn authorize_page(&self, params: &[(&str, &str)]) -> Page {
         let url = format!("{}/authorize?{}", self.origin, form(params));
         let response = tokio::time::timeout(TIMEOUT, client().get(url).send())
             .await
@@ -142,7 +142,7 @@ impl OAuth {
     }
 
     /// The usual authorization request of `client_id`.
-    fn request<'a>(
+    pub(crate) fn request<'a>(
         &'a self,
         client_id: &'a str,
         redirect_uri: &'a str,
@@ -276,7 +276,12 @@ impl OAuth {
     }
 
     /// A `tools/call` of `tool` at `/mcp` with `token` (stateless era).
-    async fn call(&self, token: &str, tool: &str, arguments: Value) -> reqwest::Response {
+    pub(crate) async fn call(
+        &self,
+        token: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> reqwest::Response {
         mcp_post(
             &self.server.url,
             token,
@@ -296,12 +301,12 @@ struct Grant {
 }
 
 /// A response of the authorization endpoint.
-struct Page {
-    status: u16,
+pub(crate) struct Page {
+    pub(crate) status: u16,
     location: Option<String>,
     cookie: String,
     headers: reqwest::header::HeaderMap,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Page {
@@ -337,7 +342,7 @@ impl Page {
     }
 
     /// The refusal code an error page or JSON error names.
-    fn assert_code(&self, status: u16, code: &str) {
+    pub(crate) fn assert_code(&self, status: u16, code: &str) {
         assert_eq!(self.status, status, "{}", self.body);
         assert!(self.body.contains(code), "{code} not in {}", self.body);
         assert_eq!(self.location, None, "a refused request is never redirected");
@@ -426,7 +431,7 @@ async fn mcp_post(
 }
 
 /// A PKCE verifier and its S256 challenge.
-fn pkce() -> (String, String) {
+pub(crate) fn pkce() -> (String, String) {
     let verifier = format!("v{}", "x".repeat(50))
         + &URL_SAFE_NO_PAD.encode(
             SystemTime::now()
@@ -445,7 +450,7 @@ fn assert_described(body: &Value, code: &str) {
     assert!(description.starts_with(code), "{code}: {body}");
 }
 
-fn www_authenticate(response: &reqwest::Response) -> String {
+pub(crate) fn www_authenticate(response: &reqwest::Response) -> String {
     response
         .headers()
         .get("www-authenticate")
@@ -1354,7 +1359,9 @@ async fn expired_and_foreign_audience_tokens_are_refused() {
 
 /// A minimal HTTP server on loopback answering every request with the
 /// JSON `body(base_url)` makes; returns the base URL.
-async fn serve_json(body: impl FnOnce(&str) -> String) -> (String, tokio::task::JoinHandle<()>) {
+pub(crate) async fn serve_json(
+    body: impl FnOnce(&str) -> String,
+) -> (String, tokio::task::JoinHandle<()>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -1449,7 +1456,7 @@ async fn a_public_server_never_fetches_a_metadata_document_from_its_own_machine(
 }
 
 /// Signs `claims` as a JWT with the fixture key `key` (EdDSA, `kid` idp).
-fn jwt(claims: &Value, key: &str) -> String {
+pub(crate) fn jwt(claims: &Value, key: &str) -> String {
     let der = std::fs::read(format!(
         "{}/tests/fixtures/oauth/{key}",
         env!("CARGO_MANIFEST_DIR")
@@ -1465,14 +1472,20 @@ fn jwt(claims: &Value, key: &str) -> String {
     .unwrap()
 }
 
-#[tokio::test]
-async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
+/// The key set holding the fixture key `idp` (the public half of
+/// `idp-ed25519.pkcs8.der`).
+pub(crate) fn idp_jwks() -> Value {
     let x = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/oauth/idp-ed25519.x"
     ))
     .unwrap();
-    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]});
+    json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]})
+}
+
+#[tokio::test]
+async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
+    let jwks = idp_jwks();
     let (jwks_base, _served) = serve_json(|_| jwks.to_string()).await;
     let issuer = "https://idp.example";
     let jwks_url = format!("{jwks_base}/jwks.json");
