@@ -386,7 +386,7 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
             ),
         );
     }
-    match crate::oauth::store::OAuthStore::new(oauth.state_file.clone()).load() {
+    match crate::oauth::store::OAuthStore::new(oauth.state_file.clone()).inspect() {
         Ok(state) => report.ok(
             "oauth state file",
             format!(

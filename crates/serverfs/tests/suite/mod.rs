@@ -21,6 +21,7 @@ mod model_text;
 mod mutations;
 mod newcomer;
 mod oauth;
+mod oauth_store;
 mod paging;
 mod placement;
 mod progress;
