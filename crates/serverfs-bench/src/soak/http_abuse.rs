@@ -325,7 +325,7 @@ fn flood_sessions(address: SocketAddr, token: &str, total: usize) -> Box<dyn FnO
 }
 
 /// Creates a token with the real CLI and returns it.
-fn create_token(setup: &Setup, file: &std::path::Path, name: &str) -> Result<String, String> {
+pub fn create_token(setup: &Setup, file: &std::path::Path, name: &str) -> Result<String, String> {
     let out = Command::new(&setup.serverfs)
         .args(["token", "create", name, "--token-file"])
         .arg(file)

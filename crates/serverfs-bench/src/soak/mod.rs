@@ -12,6 +12,7 @@
 //! | SIGKILL | the server killed during edit and upload replacement loops ([`kills`]) |
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
+//! | OAuth registration flood | 60 KiB registrations from eight connections without a token while a client refreshes its grant: its p99 ratio, the state file's size, RSS ([`oauth_flood`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -19,6 +20,7 @@
 mod bridge;
 mod http_abuse;
 mod kills;
+mod oauth_flood;
 mod paths;
 mod swap;
 
@@ -85,12 +87,13 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
         ("HTTP abuse", http_abuse::run),
         ("Bridge kills", bridge::run),
+        ("OAuth registration flood", oauth_flood::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
