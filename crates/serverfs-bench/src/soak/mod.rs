@@ -185,6 +185,18 @@ impl Rng {
     }
 }
 
+/// A temporary directory for one check, and an empty `root` inside it
+/// (the workdir the server is given).
+pub fn temp_root() -> Result<(tempfile::TempDir, PathBuf), String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("serverfs-soak-")
+        .tempdir()
+        .map_err(|e| format!("temp dir: {e}"))?;
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    Ok((tmp, root))
+}
+
 /// A path as a TOML basic string (JSON string syntax is a subset of it).
 pub fn toml_string(path: &Path) -> Result<String, String> {
     let text = path

@@ -35,12 +35,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let calls = setup.profile.pick(300, 1_000);
-    let tmp = tempfile::Builder::new()
-        .prefix("serverfs-soak-")
-        .tempdir()
-        .map_err(|e| format!("temp dir: {e}"))?;
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    let (tmp, root) = super::temp_root()?;
     let token_file = tmp.path().join("tokens.json");
     let owner = super::http_abuse::create_token(setup, &token_file, "owner")?;
     let mut command = Command::new(&setup.serverfs);

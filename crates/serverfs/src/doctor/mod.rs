@@ -392,9 +392,9 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
             format!(
                 "{:?}: {}, {}",
                 oauth.state_file,
-                plural(state.grants.len(), "grant", "grants"),
+                plural(state.grants, "grant", "grants"),
                 plural(
-                    state.clients.len(),
+                    state.clients,
                     "self-registered client",
                     "self-registered clients"
                 )

@@ -193,6 +193,19 @@ impl OAuth {
         .await
     }
 
+    /// Approves the consent `page` with the owner's token: the redirect.
+    pub(super) async fn approve(&self, page: &Page) -> Page {
+        let done = self
+            .submit(
+                page,
+                &[("decision", "approve"), ("proof", &self.owner)],
+                None,
+            )
+            .await;
+        assert_eq!(done.status, 303, "{}", done.body);
+        done
+    }
+
     /// Registers nothing: runs the consent for `client_id` with the owner's
     /// token and returns the code from the redirect.
     async fn code_for(
@@ -206,14 +219,7 @@ impl OAuth {
             .authorize_page(&self.request(client_id, redirect_uri, challenge, scope))
             .await;
         assert_eq!(page.status, 200, "{}", page.body);
-        let done = self
-            .submit(
-                &page,
-                &[("decision", "approve"), ("proof", &self.owner)],
-                None,
-            )
-            .await;
-        assert_eq!(done.status, 303, "{}", done.body);
+        let done = self.approve(&page).await;
         let location = url::Url::parse(done.location.as_deref().unwrap()).unwrap();
         let query: std::collections::HashMap<String, String> =
             location.query_pairs().into_owned().collect();

@@ -228,14 +228,7 @@ async fn the_owners_consent_page_survives_a_flood_of_authorization_requests() {
         300 - 15,
         "16 open per source, the owner's among them"
     );
-    let done = s
-        .submit(
-            &owners,
-            &[("decision", "approve"), ("proof", &s.owner)],
-            None,
-        )
-        .await;
-    assert_eq!(done.status, 303, "{}", done.body);
+    s.approve(&owners).await;
 }
 
 #[tokio::test]

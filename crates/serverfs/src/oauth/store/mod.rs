@@ -194,6 +194,15 @@ pub enum RotateRefusal<E> {
     Refused(E),
 }
 
+/// What the doctor reports of the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Grants.
+    pub grants: usize,
+    /// Self-registered clients.
+    pub clients: usize,
+}
+
 /// What a registration found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Registered {
@@ -327,10 +336,27 @@ impl OAuthStore {
         }
     }
 
-    /// Runs `work` in one transaction (`BEGIN IMMEDIATE`, so a
+    /// Runs `work` in one writing transaction (`BEGIN IMMEDIATE`, so a
     /// read-then-write never races another writer) and commits it.
     fn with<R>(
         &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<R>,
+    ) -> Result<R, StoreError> {
+        self.transaction(TransactionBehavior::Immediate, work)
+    }
+
+    /// Runs `work`, which only reads, in one transaction (a snapshot that
+    /// blocks no writer).
+    fn read<R>(
+        &self,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<R>,
+    ) -> Result<R, StoreError> {
+        self.transaction(TransactionBehavior::Deferred, work)
+    }
+
+    fn transaction<R>(
+        &self,
+        behavior: TransactionBehavior,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<R>,
     ) -> Result<R, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
@@ -343,7 +369,7 @@ impl OAuthStore {
             return Err(self.database_error(rusqlite::Error::InvalidQuery));
         };
         let run = |conn: &mut Connection| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(behavior)?;
             let result = work(&tx)?;
             tx.commit()?;
             Ok(result)
@@ -389,18 +415,23 @@ impl OAuthStore {
         })
     }
 
-    /// What the file holds, without changing anything (the doctor): the
-    /// database, else a JSON state file still to import, else nothing.
+    /// How many grants and self-registered clients the file holds,
+    /// without changing anything (the doctor): the database, else a JSON
+    /// state file still to import, else none.
     ///
     /// # Errors
     ///
     /// Unreadable, malformed or not private.
-    pub fn inspect(&self) -> Result<State, StoreError> {
+    pub fn inspect(&self) -> Result<Counts, StoreError> {
         if let Some(source) = legacy::pending_import(&self.path)? {
-            return legacy::read(&source);
+            let state = legacy::read(&source)?;
+            return Ok(Counts {
+                grants: state.grants.len(),
+                clients: state.clients.len(),
+            });
         }
         if !self.path.exists() {
-            return Ok(State::default());
+            return Ok(Counts::default());
         }
         self.check_private()?;
         let conn = Connection::open_with_flags(
@@ -414,22 +445,13 @@ impl OAuthStore {
             })
             .map(|n| usize::try_from(n).unwrap_or(0))
         };
-        let counted = (|| Ok::<_, rusqlite::Error>((count("clients")?, count("grants")?)))();
-        let (clients, grants) = counted.map_err(|e| self.database_error(e))?;
-        // The doctor reports counts only; placeholders carry them.
-        let placeholder_client = RegisteredClient {
-            client_id: String::new(),
-            client_name: String::new(),
-            redirect_uris: Vec::new(),
-            created_ms: 0,
-            expires_ms: None,
-        };
-        Ok(State {
-            version: legacy::JSON_VERSION,
-            clients: vec![placeholder_client; clients],
-            grants: vec![empty_grant(); grants],
-            approval_codes: Vec::new(),
-        })
+        let counted = count("grants").and_then(|grants| {
+            Ok(Counts {
+                grants,
+                clients: count("clients")?,
+            })
+        });
+        counted.map_err(|e| self.database_error(e))
     }
 
     /// The self-registered client `client_id`, unless it expired unfinished.
@@ -442,7 +464,7 @@ impl OAuthStore {
         client_id: &str,
         now_ms: u64,
     ) -> Result<Option<RegisteredClient>, StoreError> {
-        self.with(|tx| {
+        self.read(|tx| {
             let client = tx
                 .query_row(
                     &format!("SELECT {CLIENT_COLUMNS} FROM clients WHERE client_id = ?1"),
@@ -519,7 +541,7 @@ impl OAuthStore {
     ///
     /// The store is unusable.
     pub fn grant_by_access(&self, access_sha256: &str) -> Result<Option<Grant>, StoreError> {
-        self.with(|tx| {
+        self.read(|tx| {
             tx.query_row(
                 &format!("SELECT {GRANT_COLUMNS} FROM grants WHERE access_sha256 = ?1"),
                 [access_sha256],
@@ -535,7 +557,7 @@ impl OAuthStore {
     ///
     /// The store is unusable.
     pub fn live_grant_ids(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.with(|tx| {
+        self.read(|tx| {
             tx.prepare("SELECT id FROM grants WHERE refresh_expires_ms > ?1")?
                 .query_map([sql_ms(now_ms)], |row| row.get(0))?
                 .collect()
@@ -678,25 +700,6 @@ impl OAuthStore {
             prune(tx, now_ms)?;
             Ok(tx.execute("DELETE FROM approval_codes WHERE sha256 = ?1", [sha256])? > 0)
         })
-    }
-}
-
-/// A grant with nothing in it (the doctor's counting placeholder).
-fn empty_grant() -> Grant {
-    Grant {
-        id: String::new(),
-        client_id: String::new(),
-        client_name: String::new(),
-        scopes: String::new(),
-        resource: String::new(),
-        approved_by: String::new(),
-        created_ms: 0,
-        code_sha256: String::new(),
-        access_sha256: String::new(),
-        access_expires_ms: 0,
-        refresh_sha256: String::new(),
-        refresh_expires_ms: 0,
-        retired_refresh_sha256: Vec::new(),
     }
 }
 

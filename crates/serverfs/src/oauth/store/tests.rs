@@ -55,6 +55,9 @@ fn the_file_is_private_and_what_expired_is_pruned() {
     store.add_approval_code(&code, 1_000).unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    let log = dir.path().join("sub/oauth.sqlite3-wal");
+    let log_mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+    assert_eq!(log_mode, 0o600, "the write-ahead log too");
     let dir_mode = std::fs::metadata(path.parent().unwrap())
         .unwrap()
         .permissions()
@@ -237,7 +240,7 @@ fn a_json_state_file_beside_is_imported_once_and_kept_aside() {
     let store = OAuthStore::new(dir.path().join("oauth.sqlite3"));
     let seen = store.inspect().unwrap();
     assert_eq!(
-        (seen.grants.len(), seen.clients.len()),
+        (seen.grants, seen.clients),
         (1, 2),
         "the doctor sees the JSON"
     );
