@@ -423,3 +423,53 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .find(|(n, _)| *n == name)
         .map(|(_, v)| v.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::clients::ClientOrigin;
+
+    fn pending(source: &str) -> Pending {
+        Pending {
+            client: Client {
+                client_id: "c".to_owned(),
+                name: "c".to_owned(),
+                redirect_uris: vec!["http://127.0.0.1:9/cb".to_owned()],
+                origin: ClientOrigin::SelfRegistered,
+            },
+            redirect_uri: "http://127.0.0.1:9/cb".to_owned(),
+            state: "s".to_owned(),
+            code_challenge: "x".repeat(43),
+            scopes: Scopes::all(),
+            csrf: String::new(),
+            created: Instant::now(),
+            failed_proofs: 0,
+            source: Source::of(Some(source.parse().unwrap())),
+        }
+    }
+
+    #[test]
+    fn a_full_table_refuses_the_newcomer_and_keeps_every_open_request() {
+        let mut flows = Flows::default();
+        flows.admit("owner".into(), pending("10.0.0.1:1")).unwrap();
+        for i in 1..MAX_PENDING {
+            let source = format!("10.1.{}.{}:1", i / 100, i % 100);
+            flows.admit(format!("r{i}"), pending(&source)).unwrap();
+        }
+        let refused = flows.admit("new".into(), pending("10.2.0.1:1"));
+        assert_eq!(refused, Err(Refusal::TooManyPending));
+        assert!(flows.pending.contains_key("owner"), "nothing evicted");
+        assert_eq!(flows.pending.len(), MAX_PENDING);
+    }
+
+    #[test]
+    fn one_source_has_its_own_bound() {
+        let mut flows = Flows::default();
+        for i in 0..MAX_PENDING_PER_SOURCE {
+            flows.admit(format!("r{i}"), pending("10.0.0.1:1")).unwrap();
+        }
+        let refused = flows.admit("more".into(), pending("10.0.0.1:2"));
+        assert_eq!(refused, Err(Refusal::TooManyPending));
+        flows.admit("other".into(), pending("10.0.0.2:1")).unwrap();
+    }
+}
