@@ -322,6 +322,11 @@ impl OAuthStore {
                 row.get::<_, String>(0)
             })?;
             conn.pragma_update(None, "synchronous", "FULL")?;
+            // The write-ahead log is folded back every 64 pages (256 KiB)
+            // and cut back to that size afterwards, so that the file and
+            // its log stay small however many refreshes there are.
+            conn.pragma_update(None, "wal_autocheckpoint", 64)?;
+            conn.pragma_update(None, "journal_size_limit", 256 * 1024)?;
             conn.pragma_update(None, "foreign_keys", "ON")
         };
         setup(&mut conn).map_err(|e| self.database_error(e))?;
