@@ -52,12 +52,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     raise_own_file_limit();
     let calls = setup.profile.pick(2_000, 5_000);
     let flood = setup.profile.pick(5_000, 20_000);
-    let tmp = tempfile::Builder::new()
-        .prefix("serverfs-soak-")
-        .tempdir()
-        .map_err(|e| format!("temp dir: {e}"))?;
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    let (tmp, root) = super::temp_root()?;
     std::fs::write(root.join("a.txt"), "alpha\n").map_err(|e| e.to_string())?;
     let token_file = tmp.path().join("tokens.json");
     let token = create_token(setup, &token_file, "legitimate")?;

@@ -76,12 +76,7 @@ fn debris(root: &Path) -> u64 {
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let kills = setup.profile.pick(40, 200);
-    let tmp = tempfile::Builder::new()
-        .prefix("serverfs-soak-")
-        .tempdir()
-        .map_err(|e| format!("temp dir: {e}"))?;
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+    let (_tmp, root) = super::temp_root()?;
     std::fs::write(root.join("e.txt"), text_version(0)).map_err(|e| e.to_string())?;
     std::fs::write(root.join("u.bin"), binary_version(0)).map_err(|e| e.to_string())?;
     let spec = format!("w={}:rw", text(&root)?);

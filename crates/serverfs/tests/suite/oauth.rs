@@ -228,8 +228,18 @@ impl OAuth {
         query["code"].clone()
     }
 
-    pub(super) async fn token(&self, params: &[(&str, &str)]) -> (u16, Value) {
+    async fn token(&self, params: &[(&str, &str)]) -> (u16, Value) {
         post_form(&format!("{}/token", self.origin), params).await
+    }
+
+    /// A refresh of `client_id`'s grant with `refresh_token`.
+    pub(super) async fn refresh(&self, client_id: &str, refresh_token: &str) -> (u16, Value) {
+        self.token(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", client_id),
+        ])
+        .await
     }
 
     /// Exchanges `code` at the token endpoint, naming `resource` if given.
@@ -1504,13 +1514,7 @@ async fn bearer_tokens_can_be_turned_off_and_clients_revoke_their_own_grant() {
         200
     );
     assert_eq!(s.list_status(&grant.access).await, 401);
-    let (status, body) = s
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &grant.refresh),
-            ("client_id", &grant.client_id),
-        ])
-        .await;
+    let (status, body) = s.refresh(&grant.client_id, &grant.refresh).await;
     assert_eq!(
         (status, body["error"].as_str()),
         (400, Some("invalid_grant")),

@@ -260,13 +260,7 @@ async fn a_registration_flood_leaves_the_state_file_small_and_grants_working() {
     let bytes = state_bytes(&s);
     assert!(bytes < 1 << 20, "state file and log: {bytes} bytes");
     // The legitimate client carries on.
-    let (status, body) = s
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &grant.refresh),
-            ("client_id", &grant.client_id),
-        ])
-        .await;
+    let (status, body) = s.refresh(&grant.client_id, &grant.refresh).await;
     assert_eq!(status, 200, "{body}");
 }
 
@@ -318,13 +312,7 @@ async fn a_grant_from_the_json_state_file_still_refreshes_and_the_cli_works_besi
     let aside = std::fs::read_to_string(s.dir.path().join("oauth.json.imported")).unwrap();
     assert!(aside.contains("oldgrant01"), "kept aside unchanged");
     assert_eq!(s.list_status("sfo_old-access").await, 200);
-    let (status, fresh) = s
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", "sfr_old-refresh"),
-            ("client_id", "sfc_old"),
-        ])
-        .await;
+    let (status, fresh) = s.refresh("sfc_old", "sfr_old-refresh").await;
     assert_eq!(status, 200, "{fresh}");
     let access = fresh["access_token"].as_str().unwrap();
     assert_eq!(s.list_status(access).await, 200);
