@@ -309,7 +309,7 @@ pub(crate) fn check_state_file(state_file: &Path, state_key: &str) -> Result<(),
         key: state_key.to_owned(),
         reason: format!(
             "must be an absolute path, got {state_file:?} (set it, or give the token file an \
-             absolute path: the default is oauth.json beside it)"
+             absolute path: the default is oauth.sqlite3 beside it)"
         ),
     })
 }

@@ -102,8 +102,8 @@ pub use error::{ConfigError, PassthroughProblem, RootProblem, SlotProblem, one_l
 pub use http::{ConnectionLimits, EffectiveHttp, HttpAuth, HttpSettings};
 pub use model::{AgentSettings, Config, LogLevel, ServerSettings, TextContent, WorkdirConfig};
 pub use oauth::{
-    ExternalIssuer, HOSTED_CLIENT_CALLBACKS, JwksSource, OAuthClient, OAuthSettings,
-    is_loopback_host, is_secure_url,
+    DEFAULT_OAUTH_STATE_FILE, ExternalIssuer, HOSTED_CLIENT_CALLBACKS, JwksSource, OAuthClient,
+    OAuthSettings, is_loopback_host, is_secure_url,
 };
 pub use provider_cgroup::ProviderCgroup;
 pub use qoder_auth::{QODER_TOKEN_VARIABLE, QoderAuth};

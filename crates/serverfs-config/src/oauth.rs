@@ -36,7 +36,8 @@ pub struct OAuthSettings {
     /// a loopback listener.
     pub public_url: Option<Url>,
     /// The private (0600) file of registered clients and grants (token
-    /// hashes only). Default: `oauth.json` beside the token file.
+    /// hashes only), a SQLite database. Default: `oauth.sqlite3` beside
+    /// the token file.
     pub state_file: PathBuf,
     /// Lifetime of an access token, in seconds (default 3600, 60..=86400).
     pub access_token_ttl_s: u64,
@@ -177,9 +178,14 @@ impl OAuthSettings {
     }
 }
 
-/// `oauth.json` in the token file's directory.
+/// The OAuth state store's default file name, beside the token file (a
+/// SQLite database since issue 27; an `oauth.json` of earlier versions
+/// found beside it is imported once).
+pub const DEFAULT_OAUTH_STATE_FILE: &str = "oauth.sqlite3";
+
+/// [`DEFAULT_OAUTH_STATE_FILE`] in the token file's directory.
 fn default_state_file(token_file: &Path) -> PathBuf {
-    token_file.with_file_name("oauth.json")
+    token_file.with_file_name(DEFAULT_OAUTH_STATE_FILE)
 }
 
 /// Whether `host` (as a URL carries it) names this machine: `localhost`,

@@ -34,7 +34,7 @@ fn oauth_settings_are_read_and_defaulted() {
         o.public_url.as_ref().unwrap().as_str(),
         "https://mcp.example.com/mcp"
     );
-    assert_eq!(o.state_file, PathBuf::from("/srv/oauth.json"));
+    assert_eq!(o.state_file, PathBuf::from("/srv/oauth.sqlite3"));
     assert_eq!(o.access_token_ttl_s, 600);
     assert_eq!(o.refresh_token_ttl_s, 2_592_000);
     assert_eq!(

@@ -117,7 +117,7 @@ struct OAuthArgs {
     /// The OAuth state file. Default: $SERVERFS_HTTP_OAUTH_STATE_FILE,
     /// else the [http.oauth] state_file of the configuration given by
     /// --config / --workdir (or SERVERFS_CONFIG, WORKDIR_NN_*), else
-    /// oauth.json beside the default token file.
+    /// oauth.sqlite3 beside the default token file.
     #[arg(long, value_name = "FILE", global = true)]
     state_file: Option<PathBuf>,
     /// Configuration file whose [http.oauth] state_file to use.
@@ -434,8 +434,13 @@ fn oauth(args: &OAuthArgs, env: &BTreeMap<String, String>) -> ExitCode {
                 );
             }
             for client in &state.clients {
+                // A client that never completed a grant goes at its expiry.
+                let expires = client
+                    .expires_ms
+                    .map(|at| format!("\texpires {} unless approved", timestamp(at)))
+                    .unwrap_or_default();
                 println!(
-                    "client {}\t{:?}\tregistered {}\tredirects {}",
+                    "client {}\t{:?}\tregistered {}{expires}\tredirects {}",
                     client.client_id,
                     client.client_name,
                     timestamp(client.created_ms),
@@ -474,7 +479,7 @@ fn token_list_state_file(
     env: &BTreeMap<String, String>,
     token_file: &std::path::Path,
 ) -> PathBuf {
-    let beside = token_file.with_file_name("oauth.json");
+    let beside = token_file.with_file_name(serverfs_config::DEFAULT_OAUTH_STATE_FILE);
     if args.token_file.is_some() {
         return beside;
     }
@@ -487,8 +492,8 @@ fn token_list_state_file(
 
 /// The OAuth state file of the configuration (or variable) given, first
 /// match wins: `SERVERFS_HTTP_OAUTH_STATE_FILE`, the configuration's
-/// `[http.oauth] state_file`, else `oauth.json` beside the default token
-/// file.
+/// `[http.oauth] state_file`, else `oauth.sqlite3` beside the default
+/// token file.
 fn configured_state_file(
     config: &ConfigArgs,
     env: &BTreeMap<String, String>,
@@ -504,7 +509,7 @@ fn configured_state_file(
         Err(ConfigError::NoSource) => {
             let path = HttpSettings::default_token_file(env);
             if path.is_absolute() {
-                Ok(path.with_file_name("oauth.json"))
+                Ok(path.with_file_name(serverfs_config::DEFAULT_OAUTH_STATE_FILE))
             } else {
                 Err(LoadError::NoTokenFile)
             }

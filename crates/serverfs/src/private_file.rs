@@ -122,6 +122,31 @@ pub fn lock(path: &Path) -> Result<OwnedFd, PrivateFileError> {
 }
 
 /// Creates `path`'s directory (0700) when missing.
+/// Creates `path` empty with mode 0600 (its directory 0700) unless it
+/// exists, so that a file another program fills in (SQLite) is private
+/// from its first byte.
+///
+/// # Errors
+///
+/// [`PrivateFileError::Write`].
+pub fn create_empty(path: &Path) -> Result<(), PrivateFileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    ensure_dir(path)?;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(PrivateFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 fn ensure_dir(path: &Path) -> Result<(), PrivateFileError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = path

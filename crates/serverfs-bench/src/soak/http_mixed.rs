@@ -96,7 +96,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         stop();
     }
     let attack_seconds = started.elapsed().as_secs();
-    let rss_peak = peak_current_rss_mib(served.pid()).unwrap_or(0.0);
+    let rss_peak = peak_rss_mib(served.pid()).unwrap_or(0.0);
     std::thread::sleep(SETTLE);
     let rss_after = current_rss_mib(served.pid()).unwrap_or(0.0);
     let (log_bytes, log_lines) = served.logged();

@@ -14,6 +14,7 @@
 //! | HTTP mixed attack | every HTTP attack at once against an OAuth server: the legitimate p99, the log's growth, memory after ([`http_mixed`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
 //! | OAuth metadata documents | rounds of ten concurrent `/authorize` requests naming 1 GiB client ID metadata documents; peak RSS above baseline ([`oauth_fetch`]) |
+//! | OAuth registration flood | 60 KiB registrations from eight connections without a token while a client refreshes its grant: its p99 ratio, the state file's size, RSS ([`oauth_flood`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -23,6 +24,7 @@ mod http_abuse;
 mod http_mixed;
 mod kills;
 mod oauth_fetch;
+mod oauth_flood;
 mod paths;
 mod swap;
 
@@ -97,6 +99,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         ("HTTP mixed attack", http_mixed::run),
         ("Bridge kills", bridge::run),
         ("OAuth metadata documents", oauth_fetch::run),
+        ("OAuth registration flood", oauth_flood::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {

@@ -386,15 +386,15 @@ fn check_oauth(report: &mut Report, http: &serverfs_config::EffectiveHttp) {
             ),
         );
     }
-    match crate::oauth::store::OAuthStore::new(oauth.state_file.clone()).load() {
+    match crate::oauth::store::OAuthStore::new(oauth.state_file.clone()).inspect() {
         Ok(state) => report.ok(
             "oauth state file",
             format!(
                 "{:?}: {}, {}",
                 oauth.state_file,
-                plural(state.grants.len(), "grant", "grants"),
+                plural(state.grants, "grant", "grants"),
                 plural(
-                    state.clients.len(),
+                    state.clients,
                     "self-registered client",
                     "self-registered clients"
                 )

@@ -28,6 +28,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -35,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::Request;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -78,9 +80,9 @@ pub async fn serve(
     let table = Arc::new(Table::new(limits.max_connections));
     let tracker = TaskTracker::new();
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 // Usually out of descriptors: it then fails every pause
                 // until one is freed, so it is counted, not logged each time.
                 Err(_) => {
@@ -103,6 +105,7 @@ pub async fn serve(
         };
         tracker.spawn(serve_connection(
             stream,
+            peer,
             app.clone(),
             admitted,
             limits.header_timeout,
@@ -132,6 +135,7 @@ fn refuse(stream: &TcpStream) {
 /// server stops.
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     app: Router,
     admitted: Admitted,
     header_timeout: Duration,
@@ -142,7 +146,11 @@ async fn serve_connection(
         let busy = Busy::start(activity.clone());
         let app = app.clone();
         async move {
-            let response = app.oneshot(request.map(Body::new)).await?;
+            // The peer's address, for handlers that limit per source
+            // (OAuth registration and consent requests).
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let response = app.oneshot(request).await?;
             Ok::<_, Infallible>(response.map(|body| Body::new(BusyBody { body, _busy: busy })))
         }
     });

@@ -31,7 +31,7 @@ pub enum AdminError {
 ///
 /// The state file is unusable.
 pub fn list(store: &OAuthStore) -> Result<State, AdminError> {
-    Ok(store.load()?)
+    Ok(store.list(now_ms())?)
 }
 
 /// Revokes the grant with id `target`, or every grant of the client
@@ -42,17 +42,7 @@ pub fn list(store: &OAuthStore) -> Result<State, AdminError> {
 ///
 /// [`AdminError::NothingToRevoke`] when nothing matched; file errors.
 pub fn revoke(store: &OAuthStore, target: &str) -> Result<usize, AdminError> {
-    let (grants, clients) = store.update(now_ms(), |state| {
-        let before = (state.grants.len(), state.clients.len());
-        state
-            .grants
-            .retain(|g| g.id != target && g.client_id != target);
-        state.clients.retain(|c| c.client_id != target);
-        (
-            before.0 - state.grants.len(),
-            before.1 - state.clients.len(),
-        )
-    })?;
+    let (grants, clients) = store.revoke(target)?;
     if grants == 0 && clients == 0 {
         return Err(AdminError::NothingToRevoke(target.to_owned()));
     }
@@ -76,6 +66,6 @@ pub fn approval_code(store: &OAuthStore, minutes: u64) -> Result<String, AdminEr
         sha256: secret::sha256_hex(&normalize_approval_code(&code)),
         expires_ms: now_ms() + minutes * 60_000,
     };
-    store.update(now_ms(), |state| state.approval_codes.push(entry))?;
+    store.add_approval_code(&entry, now_ms())?;
     Ok(code)
 }

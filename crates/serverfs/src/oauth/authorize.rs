@@ -9,19 +9,26 @@
 //! request and the browser's cookie; five wrong proofs drop the request.
 //! The answer to the client is a `303` to its redirect URI with `code`,
 //! `state` and `iss` (RFC 9207) as query parameters.
+//!
+//! Open consent requests are bounded per source and in all; beyond a
+//! bound the new request is refused and none is evicted, so traffic
+//! without a token cannot close the owner's open consent page (issue 27).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::{RawQuery, State};
+use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use axum::response::IntoResponse;
 
 use super::clients::Client;
 use super::consent::{self, ConsentView};
 use super::error::Refusal;
+use super::limits::Source;
 use super::scope::Scopes;
 use super::{OAuthServer, form_params};
 use crate::secret;
@@ -29,8 +36,10 @@ use crate::tokens::now_ms;
 
 /// How long a consent page may stay open.
 const PENDING_TTL: Duration = Duration::from_secs(600);
-/// Consent requests kept at once; the oldest make room.
-const MAX_PENDING: usize = 256;
+/// Consent requests kept at once; beyond it new ones are refused.
+pub const MAX_PENDING: usize = 256;
+/// Consent requests one source may have open at once.
+pub const MAX_PENDING_PER_SOURCE: usize = 16;
 /// How long an authorization code may wait to be exchanged.
 pub const CODE_TTL: Duration = Duration::from_secs(60);
 /// How long a used code is remembered, to recognise a replay.
@@ -59,6 +68,8 @@ struct Pending {
     csrf: String,
     created: Instant,
     failed_proofs: u8,
+    /// Where the request came from (its bound).
+    source: Source,
 }
 
 /// An authorization code, until it expires from memory.
@@ -87,17 +98,27 @@ impl Flows {
         self.pending
             .retain(|_, p| p.created.elapsed() < PENDING_TTL);
         self.codes.retain(|_, c| c.issued.elapsed() < CODE_MEMORY);
-        while self.pending.len() >= MAX_PENDING {
-            let oldest = self
-                .pending
-                .iter()
-                .min_by_key(|(_, p)| p.created)
-                .map(|(id, _)| id.clone());
-            match oldest {
-                Some(id) => self.pending.remove(&id),
-                None => break,
-            };
+    }
+
+    /// Keeps `pending` as request `id`, unless its source or everyone has
+    /// as many open as allowed: then it is refused, and nothing evicted.
+    fn admit(&mut self, id: String, pending: Pending) -> Result<(), Refusal> {
+        self.prune();
+        let from_source = self
+            .pending
+            .values()
+            .filter(|p| p.source == pending.source)
+            .count();
+        if from_source >= MAX_PENDING_PER_SOURCE || self.pending.len() >= MAX_PENDING {
+            tracing::warn!(
+                event = "oauth_pending_refused",
+                from_source,
+                open = self.pending.len()
+            );
+            return Err(Refusal::TooManyPending);
         }
+        self.pending.insert(id, pending);
+        Ok(())
     }
 
     /// The code with hash `code_sha256`, marked used; `None` when unknown.
@@ -114,9 +135,11 @@ impl Flows {
 /// `GET /authorize`.
 pub async fn start(
     State(server): State<Arc<OAuthServer>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     RawQuery(query): RawQuery,
 ) -> Response<Body> {
-    match check_request(&server, query.as_deref().unwrap_or("")).await {
+    let source = Source::of_request(peer);
+    match check_request(&server, query.as_deref().unwrap_or(""), source).await {
         Ok(pending) => {
             let Ok(id) = secret::random_token("") else {
                 return consent::error_page(Refusal::ServerUnavailable);
@@ -126,17 +149,21 @@ pub async fn start(
             };
             let pending = Pending { csrf, ..pending };
             let response = render(&server, &id, &pending, None, StatusCode::OK);
-            let mut flows = server.lock_flows();
-            flows.prune();
-            flows.pending.insert(id, pending);
-            response
+            match server.lock_flows().admit(id, pending) {
+                Ok(()) => response,
+                Err(refusal) => consent::error_page(refusal),
+            }
         }
         Err(refusal) => consent::error_page(refusal),
     }
 }
 
 /// The request's parts, checked; the CSRF token is filled in by the caller.
-async fn check_request(server: &OAuthServer, query: &str) -> Result<Pending, Refusal> {
+async fn check_request(
+    server: &OAuthServer,
+    query: &str,
+    source: Source,
+) -> Result<Pending, Refusal> {
     let params = form_params(query.as_bytes())?;
     let get = |name: &str| {
         params
@@ -196,6 +223,7 @@ async fn check_request(server: &OAuthServer, query: &str) -> Result<Pending, Ref
         csrf: String::new(),
         created: Instant::now(),
         failed_proofs: 0,
+        source,
     })
 }
 
@@ -343,12 +371,7 @@ impl OAuthServer {
         let hash = secret::sha256_hex(&normalize_approval_code(proof));
         let used = self
             .store
-            .update(now_ms(), |state| {
-                let position = state.approval_codes.iter().position(|c| {
-                    secret::matches_hash(&hash, &c.sha256) && c.expires_ms > now_ms()
-                });
-                position.map(|i| state.approval_codes.remove(i)).is_some()
-            })
+            .take_approval_code(&hash, now_ms())
             .map_err(|e| {
                 tracing::error!(event = "oauth_state_unusable", reason = %e);
                 Refusal::ServerUnavailable
@@ -399,4 +422,54 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(n, _)| *n == name)
         .map(|(_, v)| v.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::clients::ClientOrigin;
+
+    fn pending(source: &str) -> Pending {
+        Pending {
+            client: Client {
+                client_id: "c".to_owned(),
+                name: "c".to_owned(),
+                redirect_uris: vec!["http://127.0.0.1:9/cb".to_owned()],
+                origin: ClientOrigin::SelfRegistered,
+            },
+            redirect_uri: "http://127.0.0.1:9/cb".to_owned(),
+            state: "s".to_owned(),
+            code_challenge: "x".repeat(43),
+            scopes: Scopes::all(),
+            csrf: String::new(),
+            created: Instant::now(),
+            failed_proofs: 0,
+            source: Source::of(Some(source.parse().unwrap())),
+        }
+    }
+
+    #[test]
+    fn a_full_table_refuses_the_newcomer_and_keeps_every_open_request() {
+        let mut flows = Flows::default();
+        flows.admit("owner".into(), pending("10.0.0.1:1")).unwrap();
+        for i in 1..MAX_PENDING {
+            let source = format!("10.1.{}.{}:1", i / 100, i % 100);
+            flows.admit(format!("r{i}"), pending(&source)).unwrap();
+        }
+        let refused = flows.admit("new".into(), pending("10.2.0.1:1"));
+        assert_eq!(refused, Err(Refusal::TooManyPending));
+        assert!(flows.pending.contains_key("owner"), "nothing evicted");
+        assert_eq!(flows.pending.len(), MAX_PENDING);
+    }
+
+    #[test]
+    fn one_source_has_its_own_bound() {
+        let mut flows = Flows::default();
+        for i in 0..MAX_PENDING_PER_SOURCE {
+            flows.admit(format!("r{i}"), pending("10.0.0.1:1")).unwrap();
+        }
+        let refused = flows.admit("more".into(), pending("10.0.0.1:2"));
+        assert_eq!(refused, Err(Refusal::TooManyPending));
+        flows.admit("other".into(), pending("10.0.0.2:1")).unwrap();
+    }
 }

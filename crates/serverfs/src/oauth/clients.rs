@@ -100,15 +100,18 @@ impl OAuthServer {
                 origin: ClientOrigin::Operator,
             });
         }
-        let state = self.store.snapshot().map_err(|e| {
-            tracing::error!(event = "oauth_state_unusable", reason = %e);
-            Refusal::ServerUnavailable
-        })?;
-        if let Some(c) = state.clients.iter().find(|c| c.client_id == client_id) {
+        let registered = self
+            .store
+            .client(client_id, crate::tokens::now_ms())
+            .map_err(|e| {
+                tracing::error!(event = "oauth_state_unusable", reason = %e);
+                Refusal::ServerUnavailable
+            })?;
+        if let Some(c) = registered {
             return Ok(Client {
-                client_id: c.client_id.clone(),
-                name: c.client_name.clone(),
-                redirect_uris: c.redirect_uris.clone(),
+                client_id: c.client_id,
+                name: c.client_name,
+                redirect_uris: c.redirect_uris,
                 origin: ClientOrigin::SelfRegistered,
             });
         }

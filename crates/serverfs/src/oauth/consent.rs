@@ -171,6 +171,9 @@ fn problem_text(refusal: Refusal) -> &'static str {
             "That is neither a valid bearer token nor a live approval code."
         }
         Refusal::TooManyAttempts => "Too many wrong proofs; start again from the client.",
+        Refusal::TooManyPending => {
+            "Too many authorization requests are open; finish or wait for one, then start again."
+        }
         _ => "The request cannot be served.",
     }
 }

@@ -48,6 +48,14 @@ refusals! {
     ClientMetadataBusy => ("OAUTH_CLIENT_METADATA_BUSY", "temporarily_unavailable", 503),
     /// The `redirect_uri` is not one the client registered (exact match).
     RedirectUriMismatch => ("OAUTH_REDIRECT_URI_MISMATCH", "invalid_request", 400),
+    /// A registration carries more than its bounds allow (redirect URIs, their length, the name, the body).
+    ClientMetadataTooLarge => ("OAUTH_CLIENT_METADATA_TOO_LARGE", "invalid_client_metadata", 400),
+    /// A registration's `Content-Type` is not `application/json`.
+    ContentTypeUnsupported => ("OAUTH_CONTENT_TYPE_UNSUPPORTED", "invalid_request", 415),
+    /// Too many registrations from one source lately; `Retry-After` says when to try again.
+    RateLimited => ("OAUTH_RATE_LIMITED", "temporarily_unavailable", 429),
+    /// Too many consent requests are open (from this source, or at all); none is evicted for a new one.
+    TooManyPending => ("OAUTH_TOO_MANY_PENDING", "temporarily_unavailable", 429),
     /// A redirect URI offered at registration is neither loopback nor allowlisted.
     RedirectUriNotAllowed => ("OAUTH_REDIRECT_URI_NOT_ALLOWED", "invalid_redirect_uri", 400),
     /// The authorization request has no `state`.

@@ -27,6 +27,7 @@ pub mod consent;
 pub mod error;
 pub mod fetch;
 pub mod jwt;
+pub mod limits;
 pub mod metadata;
 pub mod public_addr;
 pub mod redirect;
@@ -72,6 +73,8 @@ pub struct OAuthServer {
     external: Option<JwtVerifier>,
     /// Consent requests waiting for the owner, and issued codes.
     flows: Mutex<authorize::Flows>,
+    /// Registrations allowed per source ([`register`]).
+    registrations: limits::RateLimiter,
     /// Client ID metadata documents fetched lately.
     documents: clients::DocumentCache,
     /// Fetches client ID metadata documents (URLs anyone may name): on a
@@ -114,7 +117,7 @@ impl OAuthServer {
         )
         .map_err(OAuthSetupError::HttpClient)?;
         let store = OAuthStore::new(settings.state_file.clone());
-        store.load()?;
+        store.list(crate::tokens::now_ms())?;
         // The external issuer's keys come from a URL the operator chose.
         let external = match &settings.external {
             Some(external) => Some(JwtVerifier::new(
@@ -133,6 +136,7 @@ impl OAuthServer {
             bearer,
             external,
             flows: Mutex::new(authorize::Flows::default()),
+            registrations: register::rate_limiter(),
             documents: clients::DocumentCache::default(),
             document_fetch,
             settings,
@@ -157,13 +161,7 @@ impl OAuthServer {
     ///
     /// The state file is unusable.
     pub fn live_grant_ids(&self) -> Result<Vec<String>, store::StoreError> {
-        Ok(self
-            .store
-            .snapshot()?
-            .grants
-            .iter()
-            .map(|g| g.id.clone())
-            .collect())
+        self.store.live_grant_ids(crate::tokens::now_ms())
     }
 
     fn lock_flows(&self) -> std::sync::MutexGuard<'_, authorize::Flows> {
@@ -244,6 +242,20 @@ fn json_refusal(refusal: Refusal, detail: &str) -> Response<Body> {
         "oauth_refused",
         refusal.code(),
     );
+    refusal_body(refusal, detail)
+}
+
+/// [`json_refusal`] of a limit: `Retry-After` says when to try again.
+fn json_refusal_after(refusal: Refusal, detail: &str, wait: Duration) -> Response<Body> {
+    let mut response = json_refusal(refusal, detail);
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(limits::retry_after_seconds(wait)),
+    );
+    response
+}
+
+fn refusal_body(refusal: Refusal, detail: &str) -> Response<Body> {
     json_response(
         refusal.status(),
         &json!({

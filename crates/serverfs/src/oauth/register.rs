@@ -3,25 +3,58 @@
 //! `allowed_redirect_uris`; the client is told it authenticates with
 //! nothing but PKCE (`token_endpoint_auth_method: none`), whatever it
 //! asked for (RFC 7591 §3.2.1 lets the server decide).
+//!
+//! Anyone may register, so what a registration may carry is bounded
+//! (issue 27: 400 registrations of 64 KiB each once grew the state to
+//! 18.9 MB): the request must be `application/json` (a cross-site form
+//! cannot send that without a preflight), registrations are rate-limited
+//! per source, and a client that never completes a grant is dropped after
+//! [`UNFINISHED_CLIENT_TTL_MS`](super::store::UNFINISHED_CLIENT_TTL_MS).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{Response, StatusCode};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, Response, StatusCode, header};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::clients::clean_name;
 use super::error::Refusal;
-use super::store::RegisteredClient;
-use super::{OAuthServer, json_refusal, json_response, redirect};
+use super::limits::{RateLimiter, Source};
+use super::store::{Registered, RegisteredClient};
+use super::{OAuthServer, json_refusal, json_refusal_after, json_response, redirect};
 use crate::secret;
 use crate::tokens::now_ms;
 
 /// Self-registered clients kept at once; beyond it the oldest without a
 /// grant makes room.
 const MAX_REGISTERED_CLIENTS: usize = 256;
+/// Largest registration request body.
+pub const MAX_REGISTRATION_BYTES: usize = 8 * 1024;
+/// Redirect URIs one client may register.
+pub const MAX_REDIRECT_URIS: usize = 8;
+/// Longest redirect URI, in bytes.
+pub const MAX_REDIRECT_URI_BYTES: usize = 512;
+/// All of a client's redirect URIs together, in bytes (with the client
+/// bound, this keeps the store well under 1 MiB whatever is registered).
+pub const MAX_REDIRECT_URIS_TOTAL_BYTES: usize = 2048;
+/// Longest `client_name`, in bytes.
+pub const MAX_CLIENT_NAME_BYTES: usize = 200;
+/// Registrations one source may make at once…
+const REGISTRATION_BURST: u32 = 10;
+/// …and then one more per this long.
+const REGISTRATION_REFILL: Duration = Duration::from_secs(6);
+/// Sources whose registrations are counted at once.
+const MAX_SOURCES: usize = 4096;
+
+/// The per-source registration limiter.
+pub fn rate_limiter() -> RateLimiter {
+    RateLimiter::new(REGISTRATION_BURST, REGISTRATION_REFILL, MAX_SOURCES)
+}
 
 /// The fields of a registration request that are used.
 #[derive(Deserialize)]
@@ -35,12 +68,79 @@ struct Request {
     response_types: Option<Vec<String>>,
 }
 
+/// Whether the request says its body is JSON: `application/json`, with
+/// or without parameters (`; charset=utf-8`).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// What in `request` exceeds a bound, if anything.
+fn oversized(request: &Request) -> Option<String> {
+    if request.redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Some(format!("at most {MAX_REDIRECT_URIS} redirect_uris"));
+    }
+    if request
+        .redirect_uris
+        .iter()
+        .any(|uri| uri.len() > MAX_REDIRECT_URI_BYTES)
+    {
+        return Some(format!(
+            "each redirect URI at most {MAX_REDIRECT_URI_BYTES} bytes"
+        ));
+    }
+    if request.redirect_uris.iter().map(String::len).sum::<usize>() > MAX_REDIRECT_URIS_TOTAL_BYTES
+    {
+        return Some(format!(
+            "all redirect URIs together at most {MAX_REDIRECT_URIS_TOTAL_BYTES} bytes"
+        ));
+    }
+    if request
+        .client_name
+        .as_ref()
+        .is_some_and(|name| name.len() > MAX_CLIENT_NAME_BYTES)
+    {
+        return Some(format!("client_name at most {MAX_CLIENT_NAME_BYTES} bytes"));
+    }
+    None
+}
+
 /// `POST /register`.
-pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Response<Body> {
+pub async fn register(
+    State(server): State<Arc<OAuthServer>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
     if !server.settings.dynamic_registration {
         return json_refusal(
             Refusal::RegistrationDisabled,
             "dynamic client registration is off",
+        );
+    }
+    if !is_json(&headers) {
+        return json_refusal(
+            Refusal::ContentTypeUnsupported,
+            "a registration is sent as Content-Type: application/json",
+        );
+    }
+    if let Err(wait) = server
+        .registrations
+        .take(Source::of_request(peer), Instant::now())
+    {
+        return json_refusal_after(
+            Refusal::RateLimited,
+            "too many registrations from this address; try again later",
+            wait,
+        );
+    }
+    if body.len() > MAX_REGISTRATION_BYTES {
+        return json_refusal(
+            Refusal::ClientMetadataTooLarge,
+            &format!("a registration is at most {MAX_REGISTRATION_BYTES} bytes"),
         );
     }
     let Ok(request) = serde_json::from_slice::<Request>(&body) else {
@@ -51,6 +151,9 @@ pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Re
     };
     if request.redirect_uris.is_empty() {
         return json_refusal(Refusal::ClientMetadataInvalid, "redirect_uris is empty");
+    }
+    if let Some(bound) = oversized(&request) {
+        return json_refusal(Refusal::ClientMetadataTooLarge, &bound);
     }
     if let Some(uri) = request.redirect_uris.iter().find(|uri| {
         !redirect::allowed_for_self_registered(uri, &server.settings.allowed_redirect_uris)
@@ -90,28 +193,14 @@ pub async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Re
             .unwrap_or_else(|| "unnamed client".to_owned()),
         redirect_uris: request.redirect_uris,
         created_ms: now_ms(),
+        expires_ms: None,
     };
-    let stored = server.store.update(now_ms(), |state| {
-        if state.clients.len() >= MAX_REGISTERED_CLIENTS {
-            let with_grant: Vec<String> =
-                state.grants.iter().map(|g| g.client_id.clone()).collect();
-            if let Some(oldest) = state
-                .clients
-                .iter()
-                .position(|c| !with_grant.contains(&c.client_id))
-            {
-                state.clients.remove(oldest);
-            }
-        }
-        if state.clients.len() >= MAX_REGISTERED_CLIENTS {
-            return false;
-        }
-        state.clients.push(client.clone());
-        true
-    });
+    let stored = server
+        .store
+        .register(&client, MAX_REGISTERED_CLIENTS, client.created_ms);
     match stored {
-        Ok(true) => {}
-        Ok(false) => {
+        Ok(Registered::Stored) => {}
+        Ok(Registered::Full) => {
             return json_refusal(
                 Refusal::TooManyClients,
                 "too many registered clients; revoke some",

@@ -74,19 +74,15 @@ impl OAuthServer {
     }
 
     fn built_in_principal(&self, token: &str) -> Result<Principal, Refusal> {
-        let state = self.store.snapshot().map_err(|e| {
-            tracing::error!(event = "oauth_state_unusable", reason = %e);
-            Refusal::ServerUnavailable
-        })?;
         let hash = secret::sha256_hex(token);
-        // Every grant is compared, without early exit.
-        let mut found = None;
-        for grant in &state.grants {
-            if secret::matches_hash(&hash, &grant.access_sha256) {
-                found = Some(grant);
-            }
-        }
-        let grant = found.ok_or(Refusal::TokenInvalid)?;
+        let grant = self
+            .store
+            .grant_by_access(&hash)
+            .map_err(|e| {
+                tracing::error!(event = "oauth_state_unusable", reason = %e);
+                Refusal::ServerUnavailable
+            })?
+            .ok_or(Refusal::TokenInvalid)?;
         if grant.resource != self.resource {
             return Err(Refusal::AudienceMismatch);
         }

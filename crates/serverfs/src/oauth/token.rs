@@ -18,7 +18,7 @@ use serde_json::json;
 use super::error::Refusal;
 use super::resource::ACCESS_TOKEN_PREFIX;
 use super::scope::Scopes;
-use super::store::Grant;
+use super::store::{Grant, RotateRefusal, Rotation};
 use super::{OAuthServer, form_params, json_refusal, json_response};
 use crate::secret;
 use crate::tokens::now_ms;
@@ -90,11 +90,7 @@ impl OAuthServer {
             );
         };
         if issued.used {
-            let revoked = self.store.update(now_ms(), |state| {
-                let before = state.grants.len();
-                state.grants.retain(|g| g.code_sha256 != code_sha256);
-                before != state.grants.len()
-            });
+            let revoked = self.store.revoke_by_code(&code_sha256);
             tracing::warn!(
                 event = "oauth_code_reused",
                 grant_revoked = matches!(revoked, Ok(true))
@@ -152,7 +148,7 @@ impl OAuthServer {
         };
         let scopes = grant.scopes.clone();
         let grant_id = grant.id.clone();
-        if let Err(e) = self.store.update(now, |state| state.grants.push(grant)) {
+        if let Err(e) = self.store.add_grant(&grant, now) {
             tracing::error!(event = "oauth_state_unusable", reason = %e);
             return json_refusal(
                 Refusal::ServerUnavailable,
@@ -183,65 +179,53 @@ impl OAuthServer {
         let now = now_ms();
         let access_ttl = self.settings.access_token_ttl_s * 1000;
         let refresh_ttl = self.settings.refresh_token_ttl_s * 1000;
-        // All under the file's lock: two refreshes racing with one token
-        // cannot both succeed (the loser is a reuse).
-        let outcome = self.store.update(now, |state| {
-            let reused = state.grants.iter().position(|g| {
-                g.retired_refresh_sha256
-                    .iter()
-                    .any(|old| secret::matches_hash(&hash, old))
-            });
-            if let Some(index) = reused {
-                let grant = state.grants.remove(index);
-                return Err((Refusal::RefreshTokenReused, grant.id));
-            }
-            let Some(grant) = state
-                .grants
-                .iter_mut()
-                .find(|g| secret::matches_hash(&hash, &g.refresh_sha256))
-            else {
-                return Err((Refusal::RefreshTokenInvalid, String::new()));
-            };
+        // One transaction: two refreshes racing with one token cannot
+        // both succeed (the loser is a reuse).
+        let outcome = self.store.rotate_refresh(&hash, now, |grant| {
             if grant.client_id != client_id
                 || grant.refresh_expires_ms <= now
                 || grant.resource != self.resource
             {
-                return Err((Refusal::RefreshTokenInvalid, String::new()));
+                return Err(Refusal::RefreshTokenInvalid);
             }
+            let mut scopes = grant.scopes.clone();
             if let Some(narrowed) = &narrowed {
                 let held = Scopes::parse(&grant.scopes).unwrap_or_default();
                 if !narrowed.is_subset(&held) {
-                    return Err((Refusal::ScopeEscalation, String::new()));
+                    return Err(Refusal::ScopeEscalation);
                 }
                 if !narrowed.is_empty() {
-                    grant.scopes = narrowed.to_string();
+                    scopes = narrowed.to_string();
                 }
             }
-            grant
-                .retired_refresh_sha256
-                .push(grant.refresh_sha256.clone());
-            grant.refresh_sha256 = secret::sha256_hex(&tokens.refresh);
-            grant.refresh_expires_ms = now + refresh_ttl;
-            grant.access_sha256 = secret::sha256_hex(&tokens.access);
-            grant.access_expires_ms = now + access_ttl;
-            Ok(grant.scopes.clone())
+            Ok(Rotation {
+                scopes,
+                access_sha256: secret::sha256_hex(&tokens.access),
+                access_expires_ms: now + access_ttl,
+                refresh_sha256: secret::sha256_hex(&tokens.refresh),
+                refresh_expires_ms: now + refresh_ttl,
+            })
         });
         match outcome {
             Ok(Ok(scopes)) => self.token_response(&tokens, &scopes),
-            Ok(Err((Refusal::RefreshTokenReused, grant))) => {
+            Ok(Err(RotateRefusal::Reused(grant))) => {
                 tracing::warn!(event = "oauth_refresh_reused", grant_revoked = %grant);
                 json_refusal(
                     Refusal::RefreshTokenReused,
                     "this refresh token was replaced already; its grant is revoked",
                 )
             }
-            Ok(Err((Refusal::ScopeEscalation, _))) => json_refusal(
+            Ok(Err(RotateRefusal::Refused(Refusal::ScopeEscalation))) => json_refusal(
                 Refusal::ScopeEscalation,
                 "a refresh cannot add scopes; authorize again",
             ),
-            Ok(Err((refusal, _))) => {
+            Ok(Err(RotateRefusal::Refused(refusal))) => {
                 json_refusal(refusal, "unknown, expired or revoked refresh token")
             }
+            Ok(Err(RotateRefusal::Unknown)) => json_refusal(
+                Refusal::RefreshTokenInvalid,
+                "unknown, expired or revoked refresh token",
+            ),
             Err(e) => {
                 tracing::error!(event = "oauth_state_unusable", reason = %e);
                 json_refusal(
@@ -283,14 +267,7 @@ pub async fn revoke(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Resp
         return json_refusal(Refusal::InvalidRequest, "token is required");
     };
     let hash = secret::sha256_hex(token);
-    let revoked = server.store.update(now_ms(), |state| {
-        let before = state.grants.len();
-        state.grants.retain(|g| {
-            !secret::matches_hash(&hash, &g.access_sha256)
-                && !secret::matches_hash(&hash, &g.refresh_sha256)
-        });
-        before != state.grants.len()
-    });
+    let revoked = server.store.revoke_by_token(&hash);
     match revoked {
         Ok(revoked) => {
             if revoked {

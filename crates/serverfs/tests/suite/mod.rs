@@ -22,6 +22,7 @@ mod mutations;
 mod newcomer;
 mod oauth;
 mod oauth_fetch;
+mod oauth_store;
 mod paging;
 mod placement;
 mod progress;

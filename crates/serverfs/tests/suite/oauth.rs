@@ -14,29 +14,29 @@ use crate::common::http::{HttpServer, create_token, raw_initialize};
 use crate::common::{TIMEOUT, binary};
 
 const HOSTED_CALLBACK: &str = "https://claude.ai/api/mcp/auth_callback";
-pub(crate) const LOOPBACK_CALLBACK: &str = "http://127.0.0.1:9/callback";
+pub(super) const LOOPBACK_CALLBACK: &str = "http://127.0.0.1:9/callback";
 
 /// A `serve --http` child with `auth = oauth` on loopback, a workdir `w`
 /// (read-write, holding `a.txt`) and an owner bearer token.
-pub(crate) struct OAuth {
+pub(super) struct OAuth {
     tree: TempWorkdir,
-    dir: tempfile::TempDir,
-    pub(crate) server: HttpServer,
+    pub(super) dir: tempfile::TempDir,
+    pub(super) server: HttpServer,
     /// `http://127.0.0.1:PORT`.
-    pub(crate) origin: String,
+    pub(super) origin: String,
     /// The owner's bearer token (the ownership proof).
-    owner: String,
+    pub(super) owner: String,
 }
 
 impl OAuth {
-    pub(crate) async fn start(extra_env: &[(&str, &str)]) -> OAuth {
+    pub(super) async fn start(extra_env: &[(&str, &str)]) -> OAuth {
         let tree = TempWorkdir::new();
         tree.file("a.txt", "hello\n");
         let dir = tempfile::tempdir().unwrap();
         OAuth::start_in(tree, dir, extra_env).await
     }
 
-    async fn start_in(
+    pub(super) async fn start_in(
         tree: TempWorkdir,
         dir: tempfile::TempDir,
         extra_env: &[(&str, &str)],
@@ -67,7 +67,7 @@ impl OAuth {
 
     /// `serverfs oauth ARGS --state-file <this server's>`: whether it
     /// succeeded, its stdout and its stderr.
-    fn oauth_cli(&self, args: &[&str]) -> (bool, String, String) {
+    pub(super) fn oauth_cli(&self, args: &[&str]) -> (bool, String, String) {
         let out = std::process::Command::new(binary())
             .arg("oauth")
             .args(args)
@@ -113,11 +113,11 @@ impl OAuth {
         }
     }
 
-    fn state_file(&self) -> std::path::PathBuf {
-        self.dir.path().join("oauth.json")
+    pub(super) fn state_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("oauth.sqlite3")
     }
 
-    async fn register(&self, redirect_uri: &str) -> String {
+    pub(super) async fn register(&self, redirect_uri: &str) -> String {
         let answer = post_json(
             &format!("{}/register", self.origin),
             &json!({
@@ -132,7 +132,7 @@ impl OAuth {
     }
 
     /// `GET /authorize` with `params`.
-    pub(crate) async fn authorize_page(&self, params: &[(&str, &str)]) -> Page {
+    pub(super) async fn authorize_page(&self, params: &[(&str, &str)]) -> Page {
         let url = format!("{}/authorize?{}", self.origin, form(params));
         let response = tokio::time::timeout(TIMEOUT, client().get(url).send())
             .await
@@ -142,7 +142,7 @@ impl OAuth {
     }
 
     /// The usual authorization request of `client_id`.
-    pub(crate) fn request<'a>(
+    pub(super) fn request<'a>(
         &'a self,
         client_id: &'a str,
         redirect_uri: &'a str,
@@ -162,7 +162,12 @@ impl OAuth {
 
     /// Submits the consent form of `page` with `fields` (`decision`,
     /// `proof`), carrying the page's cookie unless `cookie` overrides it.
-    async fn submit(&self, page: &Page, fields: &[(&str, &str)], cookie: Option<&str>) -> Page {
+    pub(super) async fn submit(
+        &self,
+        page: &Page,
+        fields: &[(&str, &str)],
+        cookie: Option<&str>,
+    ) -> Page {
         let mut all = vec![
             ("request_id", page.field("request_id")),
             ("csrf", page.field("csrf")),
@@ -188,6 +193,19 @@ impl OAuth {
         .await
     }
 
+    /// Approves the consent `page` with the owner's token: the redirect.
+    pub(super) async fn approve(&self, page: &Page) -> Page {
+        let done = self
+            .submit(
+                page,
+                &[("decision", "approve"), ("proof", &self.owner)],
+                None,
+            )
+            .await;
+        assert_eq!(done.status, 303, "{}", done.body);
+        done
+    }
+
     /// Registers nothing: runs the consent for `client_id` with the owner's
     /// token and returns the code from the redirect.
     async fn code_for(
@@ -201,14 +219,7 @@ impl OAuth {
             .authorize_page(&self.request(client_id, redirect_uri, challenge, scope))
             .await;
         assert_eq!(page.status, 200, "{}", page.body);
-        let done = self
-            .submit(
-                &page,
-                &[("decision", "approve"), ("proof", &self.owner)],
-                None,
-            )
-            .await;
-        assert_eq!(done.status, 303, "{}", done.body);
+        let done = self.approve(&page).await;
         let location = url::Url::parse(done.location.as_deref().unwrap()).unwrap();
         let query: std::collections::HashMap<String, String> =
             location.query_pairs().into_owned().collect();
@@ -219,6 +230,16 @@ impl OAuth {
 
     async fn token(&self, params: &[(&str, &str)]) -> (u16, Value) {
         post_form(&format!("{}/token", self.origin), params).await
+    }
+
+    /// A refresh of `client_id`'s grant with `refresh_token`.
+    pub(super) async fn refresh(&self, client_id: &str, refresh_token: &str) -> (u16, Value) {
+        self.token(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", client_id),
+        ])
+        .await
     }
 
     /// Exchanges `code` at the token endpoint, naming `resource` if given.
@@ -244,7 +265,7 @@ impl OAuth {
     }
 
     /// A fresh grant: registration, consent, code exchange.
-    async fn grant(&self, scope: &str) -> Grant {
+    pub(super) async fn grant(&self, scope: &str) -> Grant {
         let client_id = self.register(LOOPBACK_CALLBACK).await;
         let (verifier, challenge) = pkce();
         let code = self
@@ -270,7 +291,7 @@ impl OAuth {
 
     /// The HTTP status of a `list_workdirs` call with `token`: whether the
     /// token opens `/mcp` at all.
-    async fn list_status(&self, token: &str) -> u16 {
+    pub(super) async fn list_status(&self, token: &str) -> u16 {
         let answer = self.call(token, "list_workdirs", json!({})).await;
         answer.status().as_u16()
     }
@@ -293,20 +314,20 @@ impl OAuth {
     }
 }
 
-struct Grant {
-    client_id: String,
-    access: String,
-    refresh: String,
+pub(super) struct Grant {
+    pub(super) client_id: String,
+    pub(super) access: String,
+    pub(super) refresh: String,
     scope: String,
 }
 
 /// A response of the authorization endpoint.
-pub(crate) struct Page {
-    pub(crate) status: u16,
+pub(super) struct Page {
+    pub(super) status: u16,
     location: Option<String>,
     cookie: String,
     headers: reqwest::header::HeaderMap,
-    pub(crate) body: String,
+    pub(super) body: String,
 }
 
 impl Page {
@@ -342,14 +363,14 @@ impl Page {
     }
 
     /// The refusal code an error page or JSON error names.
-    pub(crate) fn assert_code(&self, status: u16, code: &str) {
+    pub(super) fn assert_code(&self, status: u16, code: &str) {
         assert_eq!(self.status, status, "{}", self.body);
         assert!(self.body.contains(code), "{code} not in {}", self.body);
         assert_eq!(self.location, None, "a refused request is never redirected");
     }
 }
 
-fn client() -> reqwest::Client {
+pub(super) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -431,7 +452,7 @@ async fn mcp_post(
 }
 
 /// A PKCE verifier and its S256 challenge.
-pub(crate) fn pkce() -> (String, String) {
+pub(super) fn pkce() -> (String, String) {
     let verifier = format!("v{}", "x".repeat(50))
         + &URL_SAFE_NO_PAD.encode(
             SystemTime::now()
@@ -445,7 +466,7 @@ pub(crate) fn pkce() -> (String, String) {
 }
 
 /// Asserts that a JSON refusal's description starts with the stable `code`.
-fn assert_described(body: &Value, code: &str) {
+pub(super) fn assert_described(body: &Value, code: &str) {
     let description = body["error_description"].as_str().unwrap_or_default();
     assert!(description.starts_with(code), "{code}: {body}");
 }
@@ -1250,12 +1271,14 @@ async fn a_one_time_approval_code_from_the_cli_approves_once() {
     assert!(ok, "{err}");
     let code = printed.trim().to_owned();
     assert_eq!(code.len(), 14, "{code}");
-    assert!(
-        !std::fs::read_to_string(s.state_file())
-            .unwrap()
-            .contains(&code),
-        "only its hash is stored"
-    );
+    // The database and its write-ahead log.
+    for entry in std::fs::read_dir(s.dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&code),
+            "only its hash is stored"
+        );
+    }
     let client_id = s.register(LOOPBACK_CALLBACK).await;
     let (_, challenge) = pkce();
     let request = s.request(&client_id, LOOPBACK_CALLBACK, &challenge, "read");
@@ -1322,16 +1345,18 @@ async fn expired_and_foreign_audience_tokens_are_refused() {
     let s = OAuth::start_in(tree, dir, &[]).await;
     let grant = s.grant("read write").await;
     // Expiry: the state file says the access token expired (the server
-    // re-reads the file when it changes).
-    let path = s.state_file();
-    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    state["grants"][0]["access_expires_ms"] = json!(1_000);
-    std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
+    // reads it at every request).
+    let set_expiry = |ms: i64| {
+        rusqlite::Connection::open(s.state_file())
+            .unwrap()
+            .execute("UPDATE grants SET access_expires_ms = ?1", [ms])
+            .unwrap();
+    };
+    set_expiry(1_000);
     let answer = s.call(&grant.access, "list_workdirs", json!({})).await;
     assert_eq!(answer.status(), 401);
     assert!(www_authenticate(&answer).contains("error_description=\"OAUTH_TOKEN_EXPIRED\""));
-    state["grants"][0]["access_expires_ms"] = json!(u64::MAX / 2);
-    std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
+    set_expiry(i64::MAX / 2);
     assert_eq!(s.list_status(&grant.access).await, 200);
     // The same state file under another canonical resource: the token's
     // audience is the old one.
@@ -1663,13 +1688,7 @@ async fn bearer_tokens_can_be_turned_off_and_clients_revoke_their_own_grant() {
         200
     );
     assert_eq!(s.list_status(&grant.access).await, 401);
-    let (status, body) = s
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &grant.refresh),
-            ("client_id", &grant.client_id),
-        ])
-        .await;
+    let (status, body) = s.refresh(&grant.client_id, &grant.refresh).await;
     assert_eq!(
         (status, body["error"].as_str()),
         (400, Some("invalid_grant")),
