@@ -12,10 +12,12 @@
 //! | SIGKILL | the server killed during edit and upload replacement loops ([`kills`]) |
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
+//! | approval integrity | every hidden character (controls, bidirectional and format characters) in approved commands and agent text, scanned for in every agent tool answer; models a CLI could read as an option ([`approval_integrity`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
 
+mod approval_integrity;
 mod bridge;
 mod http_abuse;
 mod kills;
@@ -85,12 +87,13 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
         ("HTTP abuse", http_abuse::run),
         ("Bridge kills", bridge::run),
+        ("approval integrity", approval_integrity::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
