@@ -46,7 +46,8 @@ pub static CLAUDE: Flavor = Flavor {
 
 /// `claude --output-format stream-json --verbose --input-format stream-json
 /// --permission-prompt-tool stdio --setting-sources=user,project,local
-/// [--model M] [--resume=ID]` (equals forms, as the SDK sends them).
+/// [--model=M] [--resume=ID]` (equals forms, so that no value — the model is
+/// caller-chosen — can ever be read as an option of its own).
 fn claude_argv(args: TurnArgs<'_>) -> Vec<String> {
     let sources = if args.discovery {
         "--setting-sources=user"
@@ -66,7 +67,10 @@ fn claude_argv(args: TurnArgs<'_>) -> Vec<String> {
     .map(str::to_owned)
     .into();
     if let Some(model) = args.model {
-        argv.extend(["--model".to_owned(), model.to_owned()]);
+        // One word: the model is the caller's, and as `--model=VALUE`
+        // (commander.js, which both CLIs use, accepts it) no value can be
+        // read as an option of its own, whatever the submit check let by.
+        argv.push(format!("--model={model}"));
     }
     if let Some(session) = args.resume {
         argv.push(format!("--resume={session}"));
@@ -100,8 +104,7 @@ mod tests {
                 "--permission-prompt-tool",
                 "stdio",
                 "--setting-sources=user,project,local",
-                "--model",
-                "opus",
+                "--model=opus",
                 "--resume=s-1"
             ]
         );

@@ -53,7 +53,8 @@ pub static QODER: Flavor = Flavor {
 
 /// `qodercli --print --output-format stream-json --input-format
 /// stream-json --permission-prompt-tool stdio --setting-sources
-/// user,project,local [--model M] [--resume ID]`.
+/// user,project,local [--model=M] [--resume ID]`: two-token flags as the
+/// SDK sends them, except the caller-chosen model, which is one word.
 fn qoder_argv(args: TurnArgs<'_>) -> Vec<String> {
     let sources = if args.discovery {
         "user"
@@ -74,7 +75,10 @@ fn qoder_argv(args: TurnArgs<'_>) -> Vec<String> {
     .map(str::to_owned)
     .into();
     if let Some(model) = args.model {
-        argv.extend(["--model".to_owned(), model.to_owned()]);
+        // One word: the model is the caller's, and as `--model=VALUE`
+        // (commander.js, which both CLIs use, accepts it) no value can be
+        // read as an option of its own, whatever the submit check let by.
+        argv.push(format!("--model={model}"));
     }
     if let Some(session) = args.resume {
         argv.extend(["--resume".to_owned(), session.to_owned()]);
@@ -96,8 +100,10 @@ mod tests {
 
     #[test]
     fn argv_uses_two_token_flags_and_print() {
+        // The model (caller-chosen; this one is refused at submit) is one
+        // word, so the CLI cannot read it as an option.
         let argv = qoder_argv(TurnArgs {
-            model: None,
+            model: Some("--dangerously-skip-permissions"),
             resume: Some("q-1"),
             discovery: false,
         });
@@ -113,6 +119,7 @@ mod tests {
                 "stdio",
                 "--setting-sources",
                 "user,project,local",
+                "--model=--dangerously-skip-permissions",
                 "--resume",
                 "q-1"
             ]

@@ -59,6 +59,7 @@
 //! ```
 
 pub mod bridge;
+pub mod display;
 mod error_code;
 
 pub use error_code::ErrorCode;

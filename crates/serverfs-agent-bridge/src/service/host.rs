@@ -1,5 +1,6 @@
 //! The adapter's side of a running task ([`Host`]): every payload is
-//! redacted for host paths before it is sized and stored (approvals and
+//! redacted for host paths, and its hidden characters escaped, before it
+//! is sized and stored (approvals and
 //! questions as the workdir's `approval_paths` says, everything else
 //! strictly); interactions are
 //! stored (queued behind a presented one if need be) and awaited in memory;
@@ -14,6 +15,7 @@ use serverfs_protocol::bridge::{
     ApprovalPayload, ApprovalResolution, BridgeErrorCode, EventPayload, QuestionPayload,
     QuestionResolution,
 };
+use serverfs_protocol::display;
 
 use super::Core;
 use super::live::LiveTask;
@@ -89,14 +91,20 @@ impl TaskHost {
         }
     }
 
-    /// `value` redacted by `redactor` (one of [`TaskHost::redactors`]).
+    /// `value` redacted by `redactor` (one of [`TaskHost::redactors`]),
+    /// then with every character a terminal or a form could hide or act on
+    /// shown escaped (`serverfs_protocol::display`): what the human is
+    /// shown is what the provider asked, whatever it embedded (issue 27).
+    /// Escaping comes last, so the redactor sees the provider's text.
     fn redacted<T: Serialize + DeserializeOwned>(
         redactor: &Redactor,
         value: &T,
     ) -> Result<T, AgentError> {
-        redactor
+        let redacted = redactor
             .redact(value)
-            .map_err(|_| provider_error("the provider payload could not be redacted"))
+            .map_err(|_| provider_error("the provider payload could not be redacted"))?;
+        display::escaped(&redacted, display::escape)
+            .map_err(|_| provider_error("the provider payload could not be escaped"))
     }
 
     /// An `agent.message` too large for one event keeps a prefix of its

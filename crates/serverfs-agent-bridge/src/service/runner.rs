@@ -239,7 +239,11 @@ impl Core {
                 );
             }
         }
-        let text = plan.redactors.events.text(&outcome.final_text);
+        // Redacted, then its hidden characters escaped, as every event is
+        // (`host::TaskHost`): the response is shown to a model or a human.
+        let text =
+            serverfs_protocol::display::escape(&plan.redactors.events.text(&outcome.final_text))
+                .into_owned();
         match outcome.status {
             TurnStatus::Completed => self.store_result(task_id, text).await,
             TurnStatus::Failed { code } => {

@@ -45,19 +45,32 @@ fn has_control(text: &str) -> bool {
     text.chars().any(|c| c < '\u{20}' || c == '\u{7f}')
 }
 
+/// Whether `model` is a model id a provider may be handed: 1 to
+/// [`MAX_MODEL_BYTES`] bytes of ASCII letters, digits and `. _ : / @ + [ ]
+/// -`, starting with a letter or digit. Every real id fits (`opus`,
+/// `claude-opus-4-1`, `sonnet[1m]`, `gpt-5.1-codex`,
+/// `openrouter/anthropic/claude-3.5`, `llama3:8b@q4`); what does not —
+/// a leading `-` a CLI would read as an option (`--dangerously-skip-permissions`),
+/// whitespace, `=`, quotes, control characters — is refused before any
+/// adapter sees it (issue 27, item 7).
+fn is_model_id(model: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:/@+[]-".contains(c);
+    model.len() <= MAX_MODEL_BYTES
+        && model.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && model.chars().all(allowed)
+}
+
 /// Steps 2–5: the shape of the optional strings.
 fn check_shape(params: &TaskSubmitParams) -> ServiceResult<()> {
     if params.runtime.is_empty() || params.workdir.is_empty() {
         return Err(invalid("runtime and workdir must be non-empty"));
     }
     if let Some(model) = &params.model
-        && (model.is_empty()
-            || model.trim() != model
-            || model.len() > MAX_MODEL_BYTES
-            || has_control(model))
+        && !is_model_id(model)
     {
         return Err(invalid(
-            "model must be non-empty, trimmed, at most 512 bytes, without control characters",
+            "model must be 1 to 512 bytes of A-Z a-z 0-9 . _ : / @ + [ ] -, \
+             starting with a letter or digit",
         ));
     }
     if let Some(id) = &params.correlation_id
@@ -405,4 +418,44 @@ fn root_spellings(authorized: &Authorized<'_>) -> Vec<std::path::PathBuf> {
         roots.push(canonical);
     }
     roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_model_ids_pass_and_option_like_or_spaced_values_do_not() {
+        for model in [
+            "opus",
+            "claude-opus-4-1",
+            "claude-sonnet-4-5-20250929[1m]",
+            "gpt-5.1-codex",
+            "openrouter/anthropic/claude-3.5",
+            "mock-opus",
+            "llama3:8b@q4_K_M",
+            "a+b",
+        ] {
+            assert!(is_model_id(model), "{model}");
+        }
+        let long = "m".repeat(MAX_MODEL_BYTES + 1);
+        for model in [
+            "--dangerously-skip-permissions",
+            "-x",
+            "a b",
+            "a\nb",
+            "",
+            " opus",
+            "opus ",
+            "--model=x",
+            "a=b",
+            "/etc/passwd",
+            "opus\u{202e}",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(!is_model_id(model), "{model:?}");
+        }
+        assert!(is_model_id(&"m".repeat(MAX_MODEL_BYTES)));
+    }
 }

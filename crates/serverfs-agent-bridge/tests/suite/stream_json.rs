@@ -59,6 +59,7 @@ both_clis!(
     an_unanswered_control_request_times_out,
     a_cli_ignoring_eof_and_sigterm_is_killed,
     a_model_override_applies_to_its_own_task_only,
+    a_model_a_cli_could_read_as_an_option_is_refused_at_submit,
     models_are_listed_without_a_turn,
     an_empty_or_invalid_model_list_is_unavailable,
     passed_through_credentials_reach_only_their_runtime,
@@ -702,13 +703,25 @@ fn a_model_override_applies_to_its_own_task_only(cli: Cli) {
     let view = bridge.wait_status(&task, "succeeded");
     assert_eq!(view["final_response"], "done:plain");
     let runs = task_runs(&setup, cli);
-    assert!(
-        runs[0]
-            .argv
-            .windows(2)
-            .any(|w| w == ["--model", "mock-opus"])
-    );
-    assert!(!runs[1].argv.contains(&"--model".to_owned()));
+    // One word, so that no model can be read as an option of its own.
+    assert!(runs[0].argv.contains(&"--model=mock-opus".to_owned()));
+    assert!(!runs[0].argv.contains(&"--model".to_owned()));
+    assert!(!runs[1].argv.iter().any(|arg| arg.starts_with("--model")));
+}
+
+/// Issue 27, item 7: a model that the CLI could read as an option (or
+/// split into words) never reaches its argv; it is refused at submit.
+fn a_model_a_cli_could_read_as_an_option_is_refused_at_submit(cli: Cli) {
+    let (bridge, setup) = start(cli, |setup| setup);
+    let hostile = ["--dangerously-skip-permissions", "-x", "a b", "a\nb", ""];
+    let long = "m".repeat(513);
+    for model in hostile.into_iter().chain([long.as_str()]) {
+        let refused = bridge
+            .submit_with(json!({ "runtime": cli.name(), "prompt": "pick", "model": model }))
+            .expect_err(model);
+        assert_eq!(refused.code, "INVALID_REQUEST", "{model:?}");
+    }
+    assert!(task_runs(&setup, cli).is_empty());
 }
 
 fn models_are_listed_without_a_turn(cli: Cli) {

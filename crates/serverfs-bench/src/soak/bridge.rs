@@ -67,7 +67,7 @@ impl Stage {
 
 /// The files of one run: configuration, the Bridge's socket, locks and
 /// state, the workdir and what lies outside it.
-struct Layout {
+pub(super) struct Layout {
     _tmp: tempfile::TempDir,
     config: PathBuf,
     socket: PathBuf,
@@ -78,7 +78,7 @@ struct Layout {
 }
 
 impl Layout {
-    fn create() -> Result<Layout, String> {
+    pub(super) fn create() -> Result<Layout, String> {
         let tmp = tempfile::Builder::new()
             .prefix("serverfs-soak-")
             .tempdir()
@@ -118,10 +118,10 @@ impl Layout {
 }
 
 /// The Bridge daemon, killed on drop.
-struct Bridge(Child);
+pub(super) struct Bridge(Child);
 
 impl Bridge {
-    fn start(setup: &Setup, layout: &Layout) -> Result<Bridge, String> {
+    pub(super) fn start(setup: &Setup, layout: &Layout) -> Result<Bridge, String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -176,17 +176,24 @@ struct Tally {
     released_early: u64,
 }
 
+impl Layout {
+    /// `serverfs serve` on this layout's configuration, over stdio.
+    pub(super) fn serve(&self, setup: &Setup) -> Result<StdioServer, String> {
+        StdioServer::spawn(
+            text(&setup.serverfs)?,
+            &[
+                "serve".to_owned(),
+                "--config".to_owned(),
+                text(&self.config)?.to_owned(),
+            ],
+            &[],
+        )
+    }
+}
+
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let layout = Layout::create()?;
-    let mut server = StdioServer::spawn(
-        text(&setup.serverfs)?,
-        &[
-            "serve".to_owned(),
-            "--config".to_owned(),
-            text(&layout.config)?.to_owned(),
-        ],
-        &[],
-    )?;
+    let mut server = layout.serve(setup)?;
     let rounds = setup.profile.pick(3, 12);
     let mut rng = Rng::new(0x5eed_0005);
     let mut tally = Tally::default();

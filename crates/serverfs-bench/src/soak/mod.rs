@@ -15,10 +15,12 @@
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
 //! | OAuth metadata documents | rounds of ten concurrent `/authorize` requests naming 1 GiB client ID metadata documents; peak RSS above baseline ([`oauth_fetch`]) |
 //! | OAuth registration flood | 60 KiB registrations from eight connections without a token while a client refreshes its grant: its p99 ratio, the state file's size, RSS ([`oauth_flood`]) |
+//! | approval integrity | every hidden character (controls, bidirectional and format characters) in approved commands and agent text, scanned for in every agent tool answer; models a CLI could read as an option ([`approval_integrity`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
 
+mod approval_integrity;
 mod bridge;
 mod http_abuse;
 mod http_mixed;
@@ -100,6 +102,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         ("Bridge kills", bridge::run),
         ("OAuth metadata documents", oauth_fetch::run),
         ("OAuth registration flood", oauth_flood::run),
+        ("approval integrity", approval_integrity::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {

@@ -7,7 +7,7 @@ use super::error::FakeError;
 /// The arguments the fake understood.
 #[derive(Debug, Default)]
 pub(super) struct Args {
-    /// `--model M`.
+    /// `--model=M` (one word: a model is never a separate argument).
     pub model: Option<String>,
     /// `--resume=ID` (Claude) or `--resume ID` (Qoder).
     pub resume: Option<String>,
@@ -43,7 +43,9 @@ pub(super) fn parse(cli: Cli, argv: &[String]) -> Result<Args, FakeError> {
                     return Err(refused(arg, "needs the value stdio"));
                 }
             }
-            (_, "--model") => args.model = Some(value()?),
+            (_, model) if model.starts_with("--model=") => {
+                args.model = Some(model["--model=".len()..].to_owned());
+            }
             (Cli::Claude, "--verbose") => {}
             (Cli::Claude, sources) if sources.starts_with("--setting-sources=") => {
                 check_sources(arg, &sources["--setting-sources=".len()..])?;

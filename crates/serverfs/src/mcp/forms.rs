@@ -23,6 +23,14 @@
 //!   for a multi-select question — and `qn_text` where free text is
 //!   allowed.
 //!
+//! Every text of the payload is shown with its hidden characters (controls,
+//! bidirectional and other format characters) escaped — the Bridge's
+//! results arrive so already (`service::agent`), and the few identifiers
+//! a form shows (permission ids) are escaped here — so that a terminal
+//! escape or a right-to-left override in a command cannot show the human
+//! a different command from the one they approve (issue 27). The values a
+//! form sends back (`const`) stay the provider's own.
+//!
 //! # The response
 //!
 //! | action | approval | question |
@@ -49,6 +57,8 @@ use serverfs_protocol::bridge::{
     ApprovalDecision, ApprovalOption, ApprovalOptionKind, ApprovalPayload, BridgeErrorCode,
     PendingInteraction, QuestionAnswer, QuestionPayload, TaskView,
 };
+
+use serverfs_protocol::display::escape_if_hidden;
 
 use super::error::ToolError;
 use crate::service::HumanAnswer;
@@ -211,7 +221,10 @@ fn approval_form(task: &TaskView, payload: &ApprovalPayload) -> (String, Value) 
     if let Some(permissions) = permissions {
         let choices: Vec<Value> = permissions
             .iter()
-            .map(|p| json!({"const": p.permission_id, "title": format!("{} ({})", p.permission_id, p.kind)}))
+            .map(|p| {
+                let title = format!("{} ({})", clip(&p.permission_id), p.kind);
+                json!({"const": p.permission_id, "title": title})
+            })
             .collect();
         properties.insert(
             "granted_permission_ids".to_owned(),
@@ -243,7 +256,7 @@ fn decision_field(payload: &ApprovalPayload) -> Value {
             for option in options {
                 choices.push(json!({
                     "const": format!("{OPTION_PREFIX}{}", option.option_id),
-                    "title": format!("{} ({})", option.label, option_kind_words(option.kind)),
+                    "title": format!("{} ({})", clip(&option.label), option_kind_words(option.kind)),
                 }));
             }
             if offered(payload, ApprovalDecision::CancelTask) {
@@ -432,7 +445,7 @@ fn question_form(task: &TaskView, payload: &QuestionPayload) -> (String, Value) 
             let choices: Vec<Value> = question
                 .options
                 .iter()
-                .map(|option| json!({"const": option.option_id, "title": option.label}))
+                .map(|option| json!({"const": option.option_id, "title": clip(&option.label)}))
                 .collect();
             let field = if question.multi_select {
                 let mut field =
@@ -519,7 +532,10 @@ fn directory(relative_cwd: &str) -> String {
 }
 
 /// `text` cut to [`MAX_FIELD_CHARS`] characters, marked when cut.
+/// `text` as a form shows it: hidden characters escaped (see the module
+/// docs), then clipped to [`MAX_FIELD_CHARS`].
 fn clip(text: &str) -> String {
+    let text = escape_if_hidden(text);
     let mut clipped: String = text.chars().take(MAX_FIELD_CHARS).collect();
     if text.chars().nth(MAX_FIELD_CHARS).is_some() {
         clipped.push('…');

@@ -461,3 +461,31 @@ fn long_fields_are_clipped() {
         4
     );
 }
+
+/// Issue 27: a payload stored raw (by a Bridge from before the escaping,
+/// or reaching the form any other way) is still shown with its hidden
+/// characters escaped; the values the form sends back stay the provider's.
+#[test]
+fn a_raw_payload_is_shown_with_its_hidden_characters_escaped() {
+    let record = approval(json!({
+        "category": "other",
+        "title": "Run\u{1b}[8m",
+        "command_display": "echo ok\rrm -rf ~",
+        "tool": "Bash\u{202e}",
+        "available_decisions": ["approve_once", "deny", "cancel_task"],
+        "options": [{"option_id": "opt\u{200b}1", "label": "Allow\u{202e}", "kind": "allow_once"}],
+    }));
+    let (message, schema) = rendered(&record);
+    for line in [
+        "Title: Run\\u{1b}[8m\n",
+        "Command: echo ok\\u{d}rm -rf ~\n",
+        "Tool: Bash\\u{202e}\n",
+    ] {
+        assert!(message.contains(line), "{line:?} in {message}");
+    }
+    assert!(!message.contains(['\u{1b}', '\r', '\u{202e}']), "{message}");
+    assert_eq!(
+        schema["properties"]["decision"]["oneOf"][0],
+        json!({"const": "option:opt\u{200b}1", "title": "Allow\\u{202e} (allow once)"})
+    );
+}

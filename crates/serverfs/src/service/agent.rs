@@ -40,6 +40,7 @@ use serverfs_protocol::bridge::{
     TaskQuestionAnswerParams, TaskResultChunk, TaskResultReadParams, TaskSubmitParams,
     TaskSubmitResult, TaskView,
 };
+use serverfs_protocol::display;
 use tokio::time::Instant;
 
 use super::approvals::{Answerer, HumanAnswer, HumanReach, requires_human};
@@ -103,11 +104,22 @@ impl AgentService {
     }
 
     /// One Bridge call; its failure as the client sees it.
+    ///
+    /// Every string of the result that is not an identifier has its hidden
+    /// characters (controls, bidirectional and other format characters)
+    /// shown escaped before anything here reads it — tool results, forms,
+    /// task messages alike (`serverfs_protocol::display`, issue 27): the
+    /// Bridge escapes what it stores, but it is another process, and tasks
+    /// stored before it did hold raw text. Text it escaped holds no hidden
+    /// character and passes unchanged.
     async fn call<P: BridgeCall>(&self, params: P) -> Result<P::Result, ToolError> {
-        self.client
+        let result = self
+            .client
             .call(params)
             .await
-            .map_err(|error| ToolError::bridge(error.code(), error.to_string()))
+            .map_err(|error| ToolError::bridge(error.code(), error.to_string()))?;
+        display::escaped(&result, display::escape_if_hidden)
+            .map_err(|e| ToolError::internal(format!("a Bridge result did not re-encode: {e}")))
     }
 
     /// Runtimes any agent-enabled workdir allows.

@@ -1,6 +1,7 @@
 mod acp_e2e;
 mod agent_lease;
 mod agent_tools;
+mod approval_display;
 mod binary;
 mod claude_e2e;
 mod clients_e2e;
