@@ -462,8 +462,9 @@ impl Redactor {
     ///   `<`, `,`, `;`, `=`, `@`, `|`, `&`, `$`, `\`, `!`, `?`, `^`, `%`…);
     /// * `>`, unless it closes [`WORKDIR_MARKER`] or [`OUTSIDE_MARKER`]
     ///   (our own output is left alone);
-    /// * `:`, unless the `/` is followed by another `/` (a URL authority:
-    ///   `https://host/a/b` is not a path);
+    /// * `:`, unless the `/` is followed by another `/` and a URL scheme
+    ///   precedes the `:` (an authority: `https://host/a/b` is not a path,
+    ///   `://home//bob` is);
     /// * `/`, only when the text before ends with `://` (an empty URL
     ///   authority: the path of `file:///etc/passwd`);
     /// * the end of a `file://` authority (`file://localhost/etc/passwd`);
@@ -906,13 +907,24 @@ fn is_path_start(text: &str, at: usize) -> bool {
                 .strip_suffix("/…")
                 .is_some_and(|b| b.ends_with(marker))
         }),
-        ':' => text.as_bytes().get(at + 1) != Some(&b'/'),
+        ':' => {
+            text.as_bytes().get(at + 1) != Some(&b'/')
+                || !ends_url_scheme(&before[..before.len() - 1])
+        }
         '.' | '-' | '_' => ends_file_authority(before),
         '~' | '*' | '#' | '+' | ')' | ']' | '}' => false,
         c if c.is_ascii_alphanumeric() => ends_file_authority(before),
         c if c.is_ascii() => true,
         c => !c.is_alphanumeric(),
     }
+}
+
+/// Whether `before` ends with a URL scheme (`https`, `git+ssh`): a letter,
+/// then letters, digits, `+`, `-` or `.`.
+fn ends_url_scheme(before: &str) -> bool {
+    let head = before
+        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    before[head.len()..].starts_with(|c: char| c.is_ascii_alphabetic())
 }
 
 /// Whether `before` ends with `file://` and an authority

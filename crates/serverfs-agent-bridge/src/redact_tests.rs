@@ -1107,3 +1107,245 @@ fn visible_outside(out: &str) -> bool {
             .is_none_or(char::is_whitespace)
     })
 }
+
+mod property {
+    //! Generated glued and encoded forms (issue 27 item 8): whatever byte
+    //! precedes a deployment path and however it is encoded, neither a
+    //! workdir root, nor a directory above one, nor a user name survives;
+    //! text without host paths is unchanged; a second pass changes
+    //! nothing.
+
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+    use proptest::sample::select;
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::super::Redactor;
+    use super::super::view::View;
+
+    /// Own workdir (two spellings), another workdir, the Bridge user's home.
+    fn redactors() -> [Redactor; 2] {
+        let hidden = Redactor::new([PathBuf::from("/srv/work"), PathBuf::from("/mnt/data/work")])
+            .guarding(
+                [PathBuf::from("/home/alice/projects/acme")],
+                Some(PathBuf::from("/home/alice")),
+            );
+        let informative = hidden.clone().informative();
+        [hidden, informative]
+    }
+
+    /// What must never be seen, once the output is decoded.
+    const FORBIDDEN: [&str; 9] = [
+        "/srv/work",
+        "/mnt/data",
+        "alice",
+        "/projects/acme",
+        "bob",
+        "carol",
+        "user-1000",
+        "/user/1000",
+        "/var/home/dave",
+    ];
+
+    /// Paths that are deployment spellings (found after any byte).
+    const DEPLOYMENT: [&str; 9] = [
+        "/srv/work",
+        "/srv/work/src/a.rs",
+        "/mnt/data/work/x",
+        "/mnt/data",
+        "/home/alice/projects/acme/y.txt",
+        "/home/alice/projects",
+        "/home/alice",
+        "/home/alice/.ssh/id_rsa",
+        "/proc/self/root/srv/work/z",
+    ];
+
+    /// Other users' places (found where a path starts).
+    const USERS: [&str; 7] = [
+        "/home/bob",
+        "/home/bob/notes.txt",
+        "/Users/carol",
+        "/var/home/dave/x",
+        "/run/user/1000",
+        "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope",
+        "/proc/1/root/home/bob/a",
+    ];
+
+    /// Any byte a path may follow; the first ones glue to a word.
+    const GLUE: [&str; 16] = [
+        "x", "Z", "9", "_", "-", ".", "~", "*", "#", "+", ")", "]", "}", "é", "中", "..",
+    ];
+    const STARTS: [&str; 32] = [
+        "", " ", "\n", "\t", "@", "|", "(", "'", "\"", ":", ";", ",", ">", "<", "`", "[", "{", "$",
+        "\\", "=", "&", "!", "?", "^", "%", "«", "→", "…", "\u{a0}", "f=@", "cd|", "a b ",
+    ];
+    const AFTER: [&str; 14] = [
+        "", " ", ".", ",", ":12", ")", "\"", "'", "\n", "?", "!", ">", "/", "/sub/..",
+    ];
+
+    /// `path` in encoding number `encoding`.
+    fn encode(path: &str, encoding: usize) -> String {
+        match encoding {
+            0 => path.to_owned(),
+            1 => path.replace('/', "%2F"),
+            2 => path.replace('/', "%2f"),
+            3 => path.replace('/', "\\/"),
+            4 => path.replace('/', "\\\\/"),
+            5 => path.replace('/', "\\u002f"),
+            6 => path.replace('/', "//"),
+            7 => path.replace('/', "/./"),
+            8 => format!("file://{path}"),
+            9 => format!("file://localhost{path}"),
+            _ => format!("{path}/a/.."),
+        }
+    }
+
+    /// `text` decoded as a client might decode it: percent and JSON escapes,
+    /// doubled slashes and `/./` collapsed.
+    fn decoded(text: &str) -> String {
+        let mut out = View::new(text).text().to_owned();
+        loop {
+            let next = out.replace("//", "/").replace("/./", "/");
+            if next == out {
+                return out;
+            }
+            out = next;
+        }
+    }
+
+    fn run<S: Strategy>(strategy: S, case: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+        let config = Config {
+            // PROPTEST_CASES (the soak's profiles) raises it.
+            cases: Config::default().cases.max(512),
+            ..Config::default()
+        };
+        if let Err(failure) = TestRunner::new(config).run(&strategy, case) {
+            panic!("{failure}");
+        }
+    }
+
+    fn check(redactors: &[Redactor; 2], input: &str) -> Result<(), TestCaseError> {
+        for redactor in redactors {
+            let once = redactor.text(input);
+            let seen = decoded(&once);
+            for forbidden in FORBIDDEN {
+                prop_assert!(
+                    !seen.contains(forbidden),
+                    "{forbidden} survives: {input:?} -> {once:?}"
+                );
+            }
+            prop_assert_eq!(
+                redactor.text(&once),
+                once.clone(),
+                "second pass of {:?}",
+                input
+            );
+            let mut value = serde_json::json!({ "text": input, "path": input, "list": [input] });
+            redactor.value(&mut value);
+            let seen = decoded(&value.to_string());
+            for forbidden in FORBIDDEN {
+                prop_assert!(
+                    !seen.contains(forbidden),
+                    "{forbidden} survives in a value: {input:?} -> {value}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn property_glued_and_encoded_deployment_paths_never_survive() {
+        let before = select([&GLUE[..], &STARTS[..]].concat());
+        let strategy = (
+            before,
+            select(DEPLOYMENT.to_vec()),
+            0usize..11,
+            select(AFTER.to_vec()),
+            select(vec!["", "see ", "run: ", "x"]),
+        );
+        let redactors = redactors();
+        run(strategy, |(before, path, encoding, after, lead)| {
+            check(
+                &redactors,
+                &format!("{lead}{before}{}{after} end", encode(path, encoding)),
+            )
+        });
+    }
+
+    #[test]
+    fn property_other_users_paths_never_survive_where_a_path_starts() {
+        // Another user's home is not a deployment spelling: glued to a word
+        // (`pages/home/index.tsx`) it is a relative path, so only the bytes
+        // that start a path precede it here.
+        let strategy = (
+            select(STARTS.to_vec()),
+            select(USERS.to_vec()),
+            0usize..11,
+            select(AFTER.to_vec()),
+        );
+        let redactors = redactors();
+        run(strategy, |(before, path, encoding, after)| {
+            check(
+                &redactors,
+                &format!("{before}{}{after}", encode(path, encoding)),
+            )
+        });
+    }
+
+    #[test]
+    fn property_text_without_host_paths_is_unchanged() {
+        let pieces = select(vec![
+            "src/main.rs",
+            "a/b",
+            "3/4",
+            "and/or",
+            "https://example.com/a/b",
+            "./x/y",
+            "../up",
+            "src/**/t.rs",
+            "$(pwd)/x/y",
+            "~/notes",
+            "word",
+            "é",
+            "«",
+            "→",
+            " ",
+            "\n",
+            ",",
+            ".",
+            ":",
+            ";",
+            "(",
+            ")",
+            "\"",
+            "'",
+            "=",
+            "@",
+            "|",
+            "%2F",
+            "\\/",
+            "home/bob",
+            "srv",
+            "x#/definitions/a",
+            "<workdir>",
+            "<outside-workdir>",
+        ]);
+        let redactors = redactors();
+        run(proptest::collection::vec(pieces, 0..16), |pieces| {
+            let text: String = pieces.concat();
+            // A piece boundary can still start a host path (`(` then `%2F`
+            // then `a/b`); those inputs are the other properties' business.
+            let view = View::new(&text);
+            let starts_a_path = view
+                .text()
+                .char_indices()
+                .any(|(at, c)| c == '/' && super::super::is_path_start(view.text(), at));
+            prop_assume!(!starts_a_path);
+            for redactor in &redactors {
+                prop_assert_eq!(redactor.text(&text), text.clone());
+            }
+            Ok(())
+        });
+    }
+}
