@@ -67,11 +67,11 @@ impl Stage {
 
 /// The files of one run: configuration, the Bridge's socket, locks and
 /// state, the workdir and what lies outside it.
-struct Layout {
+pub(super) struct Layout {
     _tmp: tempfile::TempDir,
-    config: PathBuf,
+    pub(super) config: PathBuf,
     socket: PathBuf,
-    work: PathBuf,
+    pub(super) work: PathBuf,
     outside: PathBuf,
     locks: PathBuf,
     log: PathBuf,
@@ -79,6 +79,13 @@ struct Layout {
 
 impl Layout {
     fn create() -> Result<Layout, String> {
+        Layout::create_with("")
+    }
+
+    /// A layout whose configuration ends with `extra` (raw TOML, such as
+    /// more `[[workdirs]]`; `{root}` in it stands for the temporary
+    /// directory, as a TOML string's inside).
+    pub(super) fn create_with(extra: &str) -> Result<Layout, String> {
         let tmp = tempfile::Builder::new()
             .prefix("serverfs-soak-")
             .tempdir()
@@ -103,7 +110,7 @@ impl Layout {
             locks = toml_string(&root.join("run").join("locks"))?,
             state = toml_string(&root.join("state"))?,
             work = toml_string(&work)?,
-        );
+        ) + &extra.replace("{root}", toml_string(&root)?.trim_matches('"'));
         std::fs::write(&config, text).map_err(|e| e.to_string())?;
         Ok(Layout {
             locks: root.join("run").join("locks"),
@@ -118,10 +125,10 @@ impl Layout {
 }
 
 /// The Bridge daemon, killed on drop.
-struct Bridge(Child);
+pub(super) struct Bridge(Child);
 
 impl Bridge {
-    fn start(setup: &Setup, layout: &Layout) -> Result<Bridge, String> {
+    pub(super) fn start(setup: &Setup, layout: &Layout) -> Result<Bridge, String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -388,7 +395,7 @@ fn kill_pid(pid: u32) {
 }
 
 /// The task id of a successful submission.
-fn task_id(answer: &Value) -> Option<String> {
+pub(super) fn task_id(answer: &Value) -> Option<String> {
     if answer["isError"] == json!(true) {
         return None;
     }
@@ -398,7 +405,11 @@ fn task_id(answer: &Value) -> Option<String> {
 }
 
 /// Polls the task until its status is one of `wanted`.
-fn wait_status(server: &mut StdioServer, task: &str, wanted: &[&str]) -> Result<String, String> {
+pub(super) fn wait_status(
+    server: &mut StdioServer,
+    task: &str,
+    wanted: &[&str],
+) -> Result<String, String> {
     let started = Instant::now();
     loop {
         let view = server.call_any("get_agent_task", json!({"task_id": task}))?;

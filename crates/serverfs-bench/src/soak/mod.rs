@@ -12,6 +12,7 @@
 //! | SIGKILL | the server killed during edit and upload replacement loops ([`kills`]) |
 //! | HTTP abuse | slow headers and idle sockets without a token, a session flood and slow bodies with one ([`http_abuse`]) |
 //! | Bridge kills | the Agent Bridge killed at submit, while waiting, running and finishing; a task cwd swapped for a symlink ([`bridge`]) |
+//! | host-path redaction | agent output with host paths glued to any byte, percent- and JSON-escaped, behind `/proc/self/root`, in other workdirs and users' homes, read back from the approval, the task, its result and its events ([`redaction`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -20,6 +21,7 @@ mod bridge;
 mod http_abuse;
 mod kills;
 mod paths;
+mod redaction;
 mod swap;
 
 use std::path::{Path, PathBuf};
@@ -85,12 +87,13 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
         ("HTTP abuse", http_abuse::run),
         ("Bridge kills", bridge::run),
+        ("host-path redaction", redaction::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
