@@ -53,8 +53,12 @@ impl<'t> View<'t> {
                 shifts.push((text.len(), at));
                 continue;
             }
-            // Not an encoded unit: copy up to the next candidate byte.
-            let step = original[at..].chars().next().map_or(1, char::len_utf8);
+            // Not an encoded unit: copy up to the next candidate byte (past
+            // a whole run of backslashes, so a long run is read once).
+            let step = match bytes[at] {
+                b'\\' => bytes[at..].iter().take_while(|b| **b == b'\\').count(),
+                _ => original[at..].chars().next().map_or(1, char::len_utf8),
+            };
             let next = original[at + step..]
                 .find(['%', '\\'])
                 .map_or(original.len(), |offset| at + step + offset);
