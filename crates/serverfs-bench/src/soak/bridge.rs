@@ -69,7 +69,7 @@ impl Stage {
 /// state, the workdir and what lies outside it.
 pub(super) struct Layout {
     _tmp: tempfile::TempDir,
-    pub(super) config: PathBuf,
+    config: PathBuf,
     socket: PathBuf,
     pub(super) work: PathBuf,
     outside: PathBuf,
@@ -121,6 +121,19 @@ impl Layout {
             work,
             outside,
         })
+    }
+
+    /// `serverfs serve` on this layout's configuration, over stdio.
+    pub(super) fn serverfs(&self, setup: &Setup) -> Result<StdioServer, String> {
+        StdioServer::spawn(
+            text(&setup.serverfs)?,
+            &[
+                "serve".to_owned(),
+                "--config".to_owned(),
+                text(&self.config)?.to_owned(),
+            ],
+            &[],
+        )
     }
 }
 
@@ -185,15 +198,7 @@ struct Tally {
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let layout = Layout::create()?;
-    let mut server = StdioServer::spawn(
-        text(&setup.serverfs)?,
-        &[
-            "serve".to_owned(),
-            "--config".to_owned(),
-            text(&layout.config)?.to_owned(),
-        ],
-        &[],
-    )?;
+    let mut server = layout.serverfs(setup)?;
     let rounds = setup.profile.pick(3, 12);
     let mut rng = Rng::new(0x5eed_0005);
     let mut tally = Tally::default();

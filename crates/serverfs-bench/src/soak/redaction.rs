@@ -90,15 +90,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         .to_owned();
     let forms = corpus(text(&root)?, setup.profile.pick(1, 4));
     let bridge = Bridge::start(setup, &layout)?;
-    let mut server = StdioServer::spawn(
-        text(&setup.serverfs)?,
-        &[
-            "serve".to_owned(),
-            "--config".to_owned(),
-            text(&layout.config)?.to_owned(),
-        ],
-        &[],
-    )?;
+    let mut server = layout.serverfs(setup)?;
     let forbidden = [name.as_str(), "bob", "carol", "user-1000", "/user/1000"];
     let mut leaks = 0u64;
     let mut answers = 0u64;
