@@ -10,7 +10,9 @@
 //!
 //! A **leak** is a form whose rendering, in any of those answers, still
 //! shows the temporary directory's name (every host path here lies in it),
-//! another user's name or a uid slice.
+//! another user's name or a uid slice. A task whose approval or final
+//! response does not hold all its forms counts too: no leak could be seen
+//! there.
 
 use serde_json::{Value, json};
 
@@ -94,16 +96,21 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let forbidden = [name.as_str(), "bob", "carol", "user-1000", "/user/1000"];
     let mut leaks = 0u64;
     let mut answers = 0u64;
+    let mut unread = 0u64;
     for batch in forms.chunks(BATCH) {
-        let (leaked, read) = one_task(&mut server, batch, &forbidden)?;
+        let (leaked, read, missing) = one_task(&mut server, batch, &forbidden)?;
         leaks += leaked;
         answers += read;
+        unread += missing;
     }
     drop(bridge);
     Ok(vec![Outcome {
         check: "host-path redaction (glued, encoded, /proc, other workdirs, users)",
         attempts: forms.len() as u64,
-        failures: vec![("leaks", leaks)],
+        failures: vec![
+            ("leaks", leaks),
+            ("tasks whose forms did not come back", unread),
+        ],
         figures: format!(
             "{} forms in {} tasks, {answers} answers read (approval, task, result, events)",
             forms.len(),
@@ -135,13 +142,13 @@ fn corpus(root: &str, rounds: u64) -> Vec<String> {
     forms
 }
 
-/// Runs one task saying `batch`; returns the leaks found and the answers
-/// read.
+/// Runs one task saying `batch`; returns the leaks found, the answers
+/// read, and 1 when the forms did not all come back.
 fn one_task(
     server: &mut StdioServer,
     batch: &[String],
     forbidden: &[&str],
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64, u64), String> {
     let said = batch.join(SEPARATOR);
     let prompt = format!("fake: approval {said}\nfake: complete {said}");
     let submitted = server.call_any(
@@ -156,6 +163,11 @@ fn one_task(
         .ok_or_else(|| format!("no pending request: {pending}"))?
         .to_owned();
     let mut leaks = leaks_in(&pending, forbidden);
+    // The forms must come back, one per separator, or no leak could be
+    // seen: the approval's command says them once, the final text twice.
+    let mut shown =
+        forms_in(&pending["structuredContent"]["pending_request"]["payload"]["command_display"])
+            == batch.len();
     server.call(
         "respond_agent_approval",
         json!({"task_id": task, "request_id": request, "decision": "approve_once"}),
@@ -170,10 +182,21 @@ fn one_task(
             json!({"task_id": task, "limit": 500}),
         ),
     ] {
-        leaks += leaks_in(&server.call_any(tool, arguments)?, forbidden);
+        let answer = server.call_any(tool, arguments)?;
+        if tool == "get_agent_task" {
+            shown &= forms_in(&answer["structuredContent"]["final_response"]) > batch.len();
+        }
+        leaks += leaks_in(&answer, forbidden);
         answers += 1;
     }
-    Ok((leaks, answers))
+    Ok((leaks, answers, u64::from(!shown)))
+}
+
+/// How many separated forms the string `value` holds (0 if none).
+fn forms_in(value: &Value) -> usize {
+    value
+        .as_str()
+        .map_or(0, |text| text.split(SEPARATOR).count())
 }
 
 /// How many separated forms in the strings of `answer` show a forbidden
