@@ -8,7 +8,8 @@
 //! pending approval (`approval_paths = "informative"`), the task, its
 //! result and its events.
 //!
-//! A **leak** is a form whose rendering, in any of those answers, still
+//! A **leaking rendering** is one form as one answer string shows it (an
+//! answer holds each form in its text and its structured content) that still
 //! shows the temporary directory's name (every host path here lies in it),
 //! another user's name or a uid slice. A task whose approval or final
 //! response does not hold all its forms counts too: no leak could be seen
@@ -108,7 +109,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         check: "host-path redaction (glued, encoded, /proc, other workdirs, users)",
         attempts: forms.len() as u64,
         failures: vec![
-            ("leaks", leaks),
+            ("leaking renderings", leaks),
             ("tasks whose forms did not come back", unread),
         ],
         figures: format!(
