@@ -34,7 +34,7 @@ echo "== property tests ($cases cases each)"
 # Every property test is named property_* and reads PROPTEST_CASES
 # (proptest's own variable) as a floor on its case count.
 PROPTEST_CASES=$cases cargo test -q "${test_profile[@]}" \
-  -p serverfs-fs -p serverfs-protocol -p serverfs-config -p serverfs-lease \
+  -p serverfs-fs -p serverfs-protocol -p serverfs-config -p serverfs-lease -p serverfs-agent-bridge \
   -- property_ 2>&1 | grep -E "^test result|FAILED|panicked|minimal failing"
 
 echo "== fault checks ($profile profile)"

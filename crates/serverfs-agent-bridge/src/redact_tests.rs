@@ -148,23 +148,242 @@ fn free_text_root_followed_by_each_allowed_following_char() {
 }
 
 #[test]
-fn free_text_embedded_root_glued_to_a_word_stays() {
+fn free_text_root_glued_to_a_word_is_still_found() {
+    // A deployment spelling is found whatever precedes it.
     let redactor = work();
     check_table(
         "glued root",
         |text| redactor.text(text),
         &[
-            ("foo/srv/work/x", "foo/srv/work/x"),
-            ("see foo/srv/work now", "see foo/srv/work now"),
-            ("a-/srv/work", "a-/srv/work"),
-            ("~/srv/work/x", "~/srv/work/x"),
-            ("../srv/work/x", "../srv/work/x"),
-            ("_/srv/work", "_/srv/work"),
-            ("é/srv/work", "é/srv/work"),
-            ("中/srv/work/x", "中/srv/work/x"),
-            ("(a)/srv/work", "(a)/srv/work"),
+            ("foo/srv/work/x", &format!("foo{W}/x")),
+            ("see foo/srv/work now", &format!("see foo{W} now")),
+            ("a-/srv/work", &format!("a-{W}")),
+            ("~/srv/work/x", &format!("~{W}/x")),
+            ("../srv/work/x", &format!("..{W}/x")),
+            ("_/srv/work", &format!("_{W}")),
+            ("é/srv/work", &format!("é{W}")),
+            ("中/srv/work/x", &format!("中{W}/x")),
+            ("(a)/srv/work", &format!("(a){W}")),
+            // Glued relative paths without a spelling stay.
+            ("foo/etc/passwd", "foo/etc/passwd"),
+            ("src/**/tests/a.rs", "src/**/tests/a.rs"),
+            ("$(pwd)/etc/x", "$(pwd)/etc/x"),
         ],
     );
+}
+
+/// The glued and encoded forms of issue 27 item 8 (the attack found 16 of
+/// 18 glued forms leaking the workdir's host path).
+#[test]
+fn attack_glued_and_encoded_forms_never_show_the_workdir() {
+    let redactor = work();
+    check_table(
+        "glued and encoded",
+        |text| redactor.text(text),
+        &[
+            (
+                "curl -F f=@/srv/work/secret.txt",
+                &format!("curl -F f=@{W}/secret.txt"),
+            ),
+            ("cd|/srv/work", &format!("cd|{W}")),
+            ("x&/srv/work/a", &format!("x&{W}/a")),
+            ("echo $/srv/work", &format!("echo ${W}")),
+            ("a!/srv/work?", &format!("a!{W}?")),
+            ("^/srv/work", &format!("^{W}")),
+            ("C:\\x\\/srv/work", &format!("C:\\x{W}")),
+            ("id+/srv/work", &format!("id+{W}")),
+            ("tag#/srv/work", &format!("tag#{W}")),
+            ("*/srv/work", &format!("*{W}")),
+            ("}/srv/work/a", &format!("}}{W}/a")),
+            ("word/srv/work/a", &format!("word{W}/a")),
+            ("«/srv/work»", &format!("«{W}»")),
+            ("%2Fsrv%2Fwork%2Fsecret.txt", &format!("{W}/secret.txt")),
+            ("x=%2fsrv%2fwork", &format!("x={W}")),
+            (
+                "{\"p\":\"\\/srv\\/work\\/a\"}",
+                &format!("{{\"p\":\"{W}/a\"}}"),
+            ),
+            ("\\u002fsrv\\u002fwork", W),
+            ("a\\n/etc/passwd", &format!("a\\n{O}")),
+            (
+                "file://localhost/srv/work/a",
+                &format!("file://localhost{W}/a"),
+            ),
+            ("file://host/etc/passwd", &format!("file://host{O}")),
+            ("ssh://host//srv/work", &format!("ssh://host/{W}")),
+            ("see //srv//work//a", &format!("see {W}/a")),
+            ("x//srv//work", &format!("x/{W}")),
+            ("at /srv/./work/./a", &format!("at {W}/a")),
+            ("x/srv/././/work/a", &format!("x{W}/a")),
+            ("x/srv/work/sub/..", &format!("x{W}")),
+            ("x/srv/work/..", &format!("x{O}")),
+            ("at /srv/work/a/../..", &format!("at {O}")),
+            (
+                "https://example.com/srv/work/a",
+                &format!("https://example.com{W}/a"),
+            ),
+            ("x/srv/workshop/a", &format!("x{O}")),
+        ],
+    );
+}
+
+#[test]
+fn proc_links_lead_where_they_point() {
+    let hidden = work();
+    check_table(
+        "proc links, hidden",
+        |text| hidden.text(text),
+        &[
+            (
+                "cat /proc/self/root/srv/work/a.rs",
+                &format!("cat {W}/a.rs"),
+            ),
+            ("x/proc/1/root/srv/work", &format!("x/proc/1/root{W}")),
+            ("(/proc/thread-self/root/srv/work/b)", &format!("({W}/b)")),
+            ("at /proc/9/task/10/root/srv/work/c", &format!("at {W}/c")),
+            ("at /proc/self/cwd/a.rs", &format!("at {O}")),
+            ("at /proc/self/fd/3", &format!("at {O}")),
+            ("at /proc/self/root", &format!("at {O}")),
+        ],
+    );
+    assert_eq!(hidden.path("/proc/self/root/srv/work/a"), "a");
+    assert_eq!(hidden.path("/proc/self/cwd"), O);
+    let shown = informative();
+    check_table(
+        "proc links, informative",
+        |text| shown.path(text),
+        &[
+            ("/proc/self/root/srv/work/a", "a"),
+            ("/proc/self/root/etc/hosts", "/etc/hosts"),
+            ("/proc/self/root/home/alice/.ssh/id_rsa", "~/.ssh/id_rsa"),
+            ("/proc/self/root/tmp/x", &format!("{O}/…/x")),
+            ("/proc/self/root/srv", O),
+            ("/proc/self/root", O),
+            ("/proc/1/cwd", O),
+            ("/proc/1/cwd/secret.txt", O),
+            ("/proc/self/fd/3", O),
+            ("/proc/self/task/4/cwd/x", O),
+            ("/dev/fd/3", O),
+            ("/proc/self/status", "/proc/self/status"),
+        ],
+    );
+}
+
+/// Own workdir `/srv/work`; another at `/home/alice/projects/acme`; the
+/// Bridge user's home `/home/alice`.
+fn deployment() -> Redactor {
+    work()
+        .guarding(
+            [PathBuf::from("/home/alice/projects/acme")],
+            Some(PathBuf::from(HOME)),
+        )
+        .informative()
+}
+
+#[test]
+fn informative_never_shows_another_workdir_or_what_is_above_one() {
+    let redactor = deployment();
+    check_table(
+        "other workdirs",
+        |text| redactor.path(text),
+        &[
+            ("/home/alice/projects/acme", O),
+            ("/home/alice/projects/acme/src/x.rs", &format!("{O}/…/x.rs")),
+            ("/home/alice/projects", O),
+            ("/home/alice/projects/other/y", &format!("{O}/…/y")),
+            ("/home/alice", O),
+            ("/home", O),
+            ("/home/alice/.ssh/id_rsa", "~/.ssh/id_rsa"),
+            ("/home/alice/notes/todo.md", "~/notes/todo.md"),
+            ("/srv", O),
+        ],
+    );
+    check_table(
+        "other workdirs in text",
+        |text| redactor.text(text),
+        &[
+            ("x/home/alice/projects/acme/z", &format!("x{O}/…/z")),
+            ("cd /home/alice/projects && ls", &format!("cd {O} && ls")),
+            ("cd /home && ls", &format!("cd {O} && ls")),
+            ("f=@/home/alice/projects/acme", &format!("f=@{O}")),
+        ],
+    );
+    // Events hide all of it too, glued or not.
+    let hidden = work().guarding(
+        [PathBuf::from("/home/alice/projects/acme")],
+        Some(PathBuf::from(HOME)),
+    );
+    check_table(
+        "other workdirs, hidden",
+        |text| hidden.text(text),
+        &[
+            ("x/home/alice/projects/acme/z", &format!("x{O}")),
+            ("word/home/alice/.ssh", &format!("word{O}")),
+            ("cd /home && ls", &format!("cd {O} && ls")),
+        ],
+    );
+    // A system location above a workdir: the other workdirs' parents stay
+    // hidden, unrelated system paths are shown.
+    let system = work()
+        .guarding([PathBuf::from("/usr/local/src/proj")], None)
+        .informative();
+    check_table(
+        "system location above a workdir",
+        |text| system.path(text),
+        &[
+            ("/usr/local/src", O),
+            ("/usr/local/src/other/a", &format!("{O}/…/a")),
+            ("/usr/local/bin/tool", &format!("{O}/…/tool")),
+            ("/usr/bin/make", "/usr/bin/make"),
+            ("/usr", O),
+        ],
+    );
+}
+
+#[test]
+fn informative_never_names_a_user() {
+    let redactor = deployment();
+    check_table(
+        "user names",
+        |text| redactor.path(text),
+        &[
+            ("/home/bob", O),
+            ("/home/bob/", O),
+            ("/home/bob/notes.txt", &format!("{O}/…/notes.txt")),
+            ("/Users/carol", O),
+            ("/root", O),
+            ("/root/.profile", &format!("{O}/…/.profile")),
+            ("/var/home/dave", O),
+            ("/usr/home/erin/x", &format!("{O}/…/x")),
+            ("/run/user/1000", O),
+            ("/run/user/1000/bus", &format!("{O}/…/bus")),
+            (
+                "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope",
+                &format!("{O}/…/session-2.scope"),
+            ),
+            ("/sys/fs/cgroup/user.slice/user-1000.slice", O),
+            (
+                "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service",
+                O,
+            ),
+            (
+                "/sys/fs/cgroup/system.slice/cron.service",
+                "/sys/fs/cgroup/system.slice/cron.service",
+            ),
+            ("/etc/sudoers.d/alice", O),
+            ("/etc/alice/x.conf", &format!("{O}/…/x.conf")),
+        ],
+    );
+    check_table(
+        "user names in prose",
+        |text| redactor.text(text),
+        &[
+            ("ls /root now", &format!("ls {O} now")),
+            ("ls /home now", &format!("ls {O} now")),
+            ("at (/home/bob)", &format!("at ({O})")),
+        ],
+    );
+    assert_eq!(work().text("ls /root now"), format!("ls {O} now"));
 }
 
 #[test]
@@ -279,7 +498,6 @@ fn free_text_leaves_urls_fractions_and_plain_text() {
         "https://example.com/a/b",
         "see https://github.com/owner/repo/blob/main/src/x.rs.",
         "http://localhost:8080/api/v1",
-        "ssh://host//srv/work",
         "git@github.com:owner/repo.git",
         "3/4 of 1/2/3",
         "and/or, km/h, TCP/IP",
@@ -308,7 +526,7 @@ fn free_text_is_utf8_safe_around_paths() {
             ("«/srv/work/x»", &format!("«{W}/x»")),
             ("→/srv/work→/etc/passwd", &format!("→{W}→{O}")),
             ("🚀/srv/work/π.rs🚀", &format!("🚀{W}/π.rs🚀")),
-            ("ü/srv/work/x", "ü/srv/work/x"),
+            ("ü/srv/work/x", &format!("ü{W}/x")),
             ("\u{3000}/home/ü/ß", &format!("\u{3000}{O}")),
         ],
     );
@@ -496,7 +714,7 @@ fn structured_other_strings_by_shape() {
             "target": "src",
             "outside": O,
             "single": O,
-            "glued": "foo/srv/work",
+            "glued": format!("foo{W}"),
             "url": "https://example.com/a/b",
             "path": 12,
             "cwd": {"inner": "x"},
@@ -584,7 +802,9 @@ const HOME: &str = "/home/alice";
 /// The approval redactor of `approval_paths = "informative"` for [`ROOT`],
 /// with the Bridge user's home at [`HOME`].
 fn informative() -> Redactor {
-    work().informative(Some(PathBuf::from(HOME)))
+    work()
+        .guarding(Vec::new(), Some(PathBuf::from(HOME)))
+        .informative()
 }
 
 #[test]
@@ -660,7 +880,8 @@ fn informative_free_text_shows_what_a_human_must_judge() {
             ("see /home/bob/todo.md.", &format!("see {O}/…/todo.md.")),
             // A one-segment token in prose stays prose, as in every mode.
             ("write to /tmp then /usr", "write to /tmp then /usr"),
-            ("cd /srv && ls", "cd /srv && ls"),
+            // Above the workdir root, even as one segment.
+            ("cd /srv && ls", &format!("cd {O} && ls")),
             // A whole string that is one path: its path form.
             ("/srv/other", &format!("{O}/…/other")),
             ("/srv", O),
@@ -671,7 +892,9 @@ fn informative_free_text_shows_what_a_human_must_judge() {
 #[test]
 fn informative_home_must_be_a_real_absolute_directory() {
     for home in [None, Some("/"), Some("relative/home"), Some("")] {
-        let redactor = work().informative(home.map(PathBuf::from));
+        let redactor = work()
+            .guarding(Vec::new(), home.map(PathBuf::from))
+            .informative();
         assert_eq!(
             redactor.path("/home/alice/.ssh/id_rsa"),
             format!("{O}/…/id_rsa"),
@@ -681,7 +904,9 @@ fn informative_home_must_be_a_real_absolute_directory() {
     }
     // A home that holds the workdir: the workdir stays relative, the home
     // itself is above the root and stays hidden, its other files are `~`.
-    let nested = redactor(&["/home/alice/work"]).informative(Some(PathBuf::from(HOME)));
+    let nested = redactor(&["/home/alice/work"])
+        .guarding(Vec::new(), Some(PathBuf::from(HOME)))
+        .informative();
     check_table(
         "home above the root",
         |text| nested.path(text),
@@ -694,7 +919,7 @@ fn informative_home_must_be_a_real_absolute_directory() {
         ],
     );
     // A system location that holds the workdir: its ancestors stay hidden.
-    let system = redactor(&["/usr/local/src/proj"]).informative(None);
+    let system = redactor(&["/usr/local/src/proj"]).informative();
     assert_eq!(system.path("/usr/local/src"), O);
     assert_eq!(system.path("/usr"), O);
     assert_eq!(system.path("/usr/bin/make"), "/usr/bin/make");
@@ -820,7 +1045,10 @@ fn visible_roots(out: &str) -> Vec<usize> {
 #[test]
 fn generated_text_never_shows_a_root_and_is_idempotent() {
     let hidden = redactor(&[ROOT, CANONICAL]);
-    let shown = hidden.clone().informative(Some(PathBuf::from("/home/u")));
+    let shown = hidden
+        .clone()
+        .guarding(Vec::new(), Some(PathBuf::from("/home/u")))
+        .informative();
     let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut leaky_inputs = 0;
     let mut failures = Vec::new();
@@ -878,4 +1106,246 @@ fn visible_outside(out: &str) -> bool {
             .next_back()
             .is_none_or(char::is_whitespace)
     })
+}
+
+mod property {
+    //! Generated glued and encoded forms (issue 27 item 8): whatever byte
+    //! precedes a deployment path and however it is encoded, neither a
+    //! workdir root, nor a directory above one, nor a user name survives;
+    //! text without host paths is unchanged; a second pass changes
+    //! nothing.
+
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+    use proptest::sample::select;
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::super::Redactor;
+    use super::super::view::View;
+
+    /// Own workdir (two spellings), another workdir, the Bridge user's home.
+    fn redactors() -> [Redactor; 2] {
+        let hidden = Redactor::new([PathBuf::from("/srv/work"), PathBuf::from("/mnt/data/work")])
+            .guarding(
+                [PathBuf::from("/home/alice/projects/acme")],
+                Some(PathBuf::from("/home/alice")),
+            );
+        let informative = hidden.clone().informative();
+        [hidden, informative]
+    }
+
+    /// What must never be seen, once the output is decoded.
+    const FORBIDDEN: [&str; 9] = [
+        "/srv/work",
+        "/mnt/data",
+        "alice",
+        "/projects/acme",
+        "bob",
+        "carol",
+        "user-1000",
+        "/user/1000",
+        "/var/home/dave",
+    ];
+
+    /// Paths that are deployment spellings (found after any byte).
+    const DEPLOYMENT: [&str; 9] = [
+        "/srv/work",
+        "/srv/work/src/a.rs",
+        "/mnt/data/work/x",
+        "/mnt/data",
+        "/home/alice/projects/acme/y.txt",
+        "/home/alice/projects",
+        "/home/alice",
+        "/home/alice/.ssh/id_rsa",
+        "/proc/self/root/srv/work/z",
+    ];
+
+    /// Other users' places (found where a path starts).
+    const USERS: [&str; 7] = [
+        "/home/bob",
+        "/home/bob/notes.txt",
+        "/Users/carol",
+        "/var/home/dave/x",
+        "/run/user/1000",
+        "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope",
+        "/proc/1/root/home/bob/a",
+    ];
+
+    /// Any byte a path may follow; the first ones glue to a word.
+    const GLUE: [&str; 16] = [
+        "x", "Z", "9", "_", "-", ".", "~", "*", "#", "+", ")", "]", "}", "é", "中", "..",
+    ];
+    const STARTS: [&str; 32] = [
+        "", " ", "\n", "\t", "@", "|", "(", "'", "\"", ":", ";", ",", ">", "<", "`", "[", "{", "$",
+        "\\", "=", "&", "!", "?", "^", "%", "«", "→", "…", "\u{a0}", "f=@", "cd|", "a b ",
+    ];
+    const AFTER: [&str; 14] = [
+        "", " ", ".", ",", ":12", ")", "\"", "'", "\n", "?", "!", ">", "/", "/sub/..",
+    ];
+
+    /// `path` in encoding number `encoding`.
+    fn encode(path: &str, encoding: usize) -> String {
+        match encoding {
+            0 => path.to_owned(),
+            1 => path.replace('/', "%2F"),
+            2 => path.replace('/', "%2f"),
+            3 => path.replace('/', "\\/"),
+            4 => path.replace('/', "\\\\/"),
+            5 => path.replace('/', "\\u002f"),
+            6 => path.replace('/', "//"),
+            7 => path.replace('/', "/./"),
+            8 => format!("file://{path}"),
+            9 => format!("file://localhost{path}"),
+            _ => format!("{path}/a/.."),
+        }
+    }
+
+    /// `text` decoded as a client might decode it: percent and JSON escapes,
+    /// doubled slashes and `/./` collapsed.
+    fn decoded(text: &str) -> String {
+        let mut out = View::new(text).text().to_owned();
+        loop {
+            let next = out.replace("//", "/").replace("/./", "/");
+            if next == out {
+                return out;
+            }
+            out = next;
+        }
+    }
+
+    fn run<S: Strategy>(strategy: S, case: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+        let config = Config {
+            // PROPTEST_CASES (the soak's profiles) raises it.
+            cases: Config::default().cases.max(512),
+            ..Config::default()
+        };
+        if let Err(failure) = TestRunner::new(config).run(&strategy, case) {
+            panic!("{failure}");
+        }
+    }
+
+    fn check(redactors: &[Redactor; 2], input: &str) -> Result<(), TestCaseError> {
+        for redactor in redactors {
+            let once = redactor.text(input);
+            let seen = decoded(&once);
+            for forbidden in FORBIDDEN {
+                prop_assert!(
+                    !seen.contains(forbidden),
+                    "{forbidden} survives: {input:?} -> {once:?}"
+                );
+            }
+            prop_assert_eq!(
+                redactor.text(&once),
+                once.clone(),
+                "second pass of {:?}",
+                input
+            );
+            let mut value = serde_json::json!({ "text": input, "path": input, "list": [input] });
+            redactor.value(&mut value);
+            let seen = decoded(&value.to_string());
+            for forbidden in FORBIDDEN {
+                prop_assert!(
+                    !seen.contains(forbidden),
+                    "{forbidden} survives in a value: {input:?} -> {value}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn property_glued_and_encoded_deployment_paths_never_survive() {
+        let before = select([&GLUE[..], &STARTS[..]].concat());
+        let strategy = (
+            before,
+            select(DEPLOYMENT.to_vec()),
+            0usize..11,
+            select(AFTER.to_vec()),
+            select(vec!["", "see ", "run: ", "x"]),
+        );
+        let redactors = redactors();
+        run(strategy, |(before, path, encoding, after, lead)| {
+            check(
+                &redactors,
+                &format!("{lead}{before}{}{after} end", encode(path, encoding)),
+            )
+        });
+    }
+
+    #[test]
+    fn property_other_users_paths_never_survive_where_a_path_starts() {
+        // Another user's home is not a deployment spelling: glued to a word
+        // (`pages/home/index.tsx`) it is a relative path, so only the bytes
+        // that start a path precede it here.
+        let strategy = (
+            select(STARTS.to_vec()),
+            select(USERS.to_vec()),
+            0usize..11,
+            select(AFTER.to_vec()),
+        );
+        let redactors = redactors();
+        run(strategy, |(before, path, encoding, after)| {
+            check(
+                &redactors,
+                &format!("{before}{}{after}", encode(path, encoding)),
+            )
+        });
+    }
+
+    #[test]
+    fn property_text_without_host_paths_is_unchanged() {
+        let pieces = select(vec![
+            "src/main.rs",
+            "a/b",
+            "3/4",
+            "and/or",
+            "https://example.com/a/b",
+            "./x/y",
+            "../up",
+            "src/**/t.rs",
+            "$(pwd)/x/y",
+            "~/notes",
+            "word",
+            "é",
+            "«",
+            "→",
+            " ",
+            "\n",
+            ",",
+            ".",
+            ":",
+            ";",
+            "(",
+            ")",
+            "\"",
+            "'",
+            "=",
+            "@",
+            "|",
+            "%2F",
+            "\\/",
+            "home/bob",
+            "srv",
+            "x#/definitions/a",
+            "<workdir>",
+            "<outside-workdir>",
+        ]);
+        let redactors = redactors();
+        run(proptest::collection::vec(pieces, 0..16), |pieces| {
+            let text: String = pieces.concat();
+            // A piece boundary can still start a host path (`(` then `%2F`
+            // then `a/b`); those inputs are the other properties' business.
+            let view = View::new(&text);
+            let starts_a_path = view
+                .text()
+                .char_indices()
+                .any(|(at, c)| c == '/' && super::super::is_path_start(view.text(), at));
+            prop_assume!(!starts_a_path);
+            for redactor in &redactors {
+                prop_assert_eq!(redactor.text(&text), text.clone());
+            }
+            Ok(())
+        });
+    }
 }

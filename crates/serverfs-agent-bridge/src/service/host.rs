@@ -49,15 +49,17 @@ pub(super) struct Redactors {
 
 impl Redactors {
     /// The redactors of a workdir known by `roots`, whose interactions
-    /// show paths as `approval_paths` says; `home` is the Bridge user's.
+    /// show paths as `approval_paths` says; `others` are the spellings of
+    /// every other configured workdir's root, `home` is the Bridge user's.
     pub(super) fn new(
         roots: Vec<std::path::PathBuf>,
+        others: Vec<std::path::PathBuf>,
         approval_paths: ApprovalPaths,
         home: Option<std::path::PathBuf>,
     ) -> Redactors {
-        let events = Redactor::new(roots);
+        let events = Redactor::new(roots).guarding(others, home);
         let interactions = match approval_paths {
-            ApprovalPaths::Informative => events.clone().informative(home),
+            ApprovalPaths::Informative => events.clone().informative(),
             ApprovalPaths::Redacted => events.clone(),
         };
         Redactors {

@@ -99,6 +99,11 @@ impl Policies {
         Ok(Policies { by_alias })
     }
 
+    /// Every workdir's policy, by alias.
+    pub fn iter(&self) -> impl Iterator<Item = &WorkdirPolicy> {
+        self.by_alias.values()
+    }
+
     /// The policy of `alias` (exact match).
     pub fn get(&self, alias: &str) -> Option<&WorkdirPolicy> {
         self.by_alias.get(alias)

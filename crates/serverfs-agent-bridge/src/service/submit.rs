@@ -17,7 +17,7 @@ use super::error::{ServiceResult, lease_error};
 use super::host::Redactors;
 use super::live::LiveTask;
 use super::manifest::{Fingerprint, ManifestInput, build_manifest};
-use super::policy::{Authorized, normalize_cwd};
+use super::policy::{Authorized, WorkdirPolicy, normalize_cwd};
 use super::runner::RunPlan;
 use super::settings::{MAX_KEY_BYTES, MAX_MODEL_BYTES, MAX_PROMPT_BYTES};
 use crate::store::{
@@ -237,7 +237,12 @@ impl Core {
         self.live_tasks().insert(task_id.clone(), Arc::clone(&live));
         let plan = RunPlan {
             redactors: Redactors::new(
-                root_spellings(&authorized),
+                root_spellings(authorized.workdir),
+                self.policies
+                    .iter()
+                    .filter(|other| other.alias != authorized.workdir.alias)
+                    .flat_map(root_spellings)
+                    .collect(),
                 authorized.workdir.approval_paths,
                 self.settings.home.clone(),
             ),
@@ -404,13 +409,13 @@ impl Core {
     }
 }
 
-/// The spellings of the workdir root the redactor must recognise: as
+/// The spellings of a workdir root the redactor must recognise: as
 /// configured and, when different, with symlinks resolved.
 // Resolving here opens nothing and decides no access: a provider may print
 // either spelling, and both must be hidden from the client.
 #[allow(clippy::disallowed_methods)]
-fn root_spellings(authorized: &Authorized<'_>) -> Vec<std::path::PathBuf> {
-    let configured = authorized.workdir.root.clone();
+fn root_spellings(workdir: &WorkdirPolicy) -> Vec<std::path::PathBuf> {
+    let configured = workdir.root.clone();
     let mut roots = vec![configured.clone()];
     if let Ok(canonical) = std::fs::canonicalize(&configured)
         && canonical != configured

@@ -16,6 +16,7 @@ mod daemon_protocol;
 mod daemon_recovery;
 mod daemon_upgrade;
 mod native_ids;
+mod redaction;
 mod rpc;
 mod service;
 mod store;

@@ -110,7 +110,7 @@ impl Tally {
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let layout = Layout::create()?;
     let _bridge = Bridge::start(setup, &layout)?;
-    let mut server = layout.serve(setup)?;
+    let mut server = layout.serverfs(setup)?;
     let started = Instant::now();
     let mut tally = Tally::default();
     let chars = hidden_characters();

@@ -71,7 +71,7 @@ pub(super) struct Layout {
     _tmp: tempfile::TempDir,
     config: PathBuf,
     socket: PathBuf,
-    work: PathBuf,
+    pub(super) work: PathBuf,
     outside: PathBuf,
     locks: PathBuf,
     log: PathBuf,
@@ -79,6 +79,13 @@ pub(super) struct Layout {
 
 impl Layout {
     pub(super) fn create() -> Result<Layout, String> {
+        Layout::create_with("")
+    }
+
+    /// A layout whose configuration ends with `extra` (raw TOML, such as
+    /// more `[[workdirs]]`; `{root}` in it stands for the temporary
+    /// directory, as a TOML string's inside).
+    pub(super) fn create_with(extra: &str) -> Result<Layout, String> {
         let tmp = tempfile::Builder::new()
             .prefix("serverfs-soak-")
             .tempdir()
@@ -103,7 +110,7 @@ impl Layout {
             locks = toml_string(&root.join("run").join("locks"))?,
             state = toml_string(&root.join("state"))?,
             work = toml_string(&work)?,
-        );
+        ) + &extra.replace("{root}", toml_string(&root)?.trim_matches('"'));
         std::fs::write(&config, text).map_err(|e| e.to_string())?;
         Ok(Layout {
             locks: root.join("run").join("locks"),
@@ -114,6 +121,19 @@ impl Layout {
             work,
             outside,
         })
+    }
+
+    /// `serverfs serve` on this layout's configuration, over stdio.
+    pub(super) fn serverfs(&self, setup: &Setup) -> Result<StdioServer, String> {
+        StdioServer::spawn(
+            text(&setup.serverfs)?,
+            &[
+                "serve".to_owned(),
+                "--config".to_owned(),
+                text(&self.config)?.to_owned(),
+            ],
+            &[],
+        )
     }
 }
 
@@ -176,24 +196,9 @@ struct Tally {
     released_early: u64,
 }
 
-impl Layout {
-    /// `serverfs serve` on this layout's configuration, over stdio.
-    pub(super) fn serve(&self, setup: &Setup) -> Result<StdioServer, String> {
-        StdioServer::spawn(
-            text(&setup.serverfs)?,
-            &[
-                "serve".to_owned(),
-                "--config".to_owned(),
-                text(&self.config)?.to_owned(),
-            ],
-            &[],
-        )
-    }
-}
-
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let layout = Layout::create()?;
-    let mut server = layout.serve(setup)?;
+    let mut server = layout.serverfs(setup)?;
     let rounds = setup.profile.pick(3, 12);
     let mut rng = Rng::new(0x5eed_0005);
     let mut tally = Tally::default();
@@ -395,7 +400,7 @@ fn kill_pid(pid: u32) {
 }
 
 /// The task id of a successful submission.
-fn task_id(answer: &Value) -> Option<String> {
+pub(super) fn task_id(answer: &Value) -> Option<String> {
     if answer["isError"] == json!(true) {
         return None;
     }
@@ -405,7 +410,11 @@ fn task_id(answer: &Value) -> Option<String> {
 }
 
 /// Polls the task until its status is one of `wanted`.
-fn wait_status(server: &mut StdioServer, task: &str, wanted: &[&str]) -> Result<String, String> {
+pub(super) fn wait_status(
+    server: &mut StdioServer,
+    task: &str,
+    wanted: &[&str],
+) -> Result<String, String> {
     let started = Instant::now();
     loop {
         let view = server.call_any("get_agent_task", json!({"task_id": task}))?;

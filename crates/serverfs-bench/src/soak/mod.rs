@@ -16,6 +16,7 @@
 //! | OAuth metadata documents | rounds of ten concurrent `/authorize` requests naming 1 GiB client ID metadata documents; peak RSS above baseline ([`oauth_fetch`]) |
 //! | OAuth registration flood | 60 KiB registrations from eight connections without a token while a client refreshes its grant: its p99 ratio, the state file's size, RSS ([`oauth_flood`]) |
 //! | approval integrity | every hidden character (controls, bidirectional and format characters) in approved commands and agent text, scanned for in every agent tool answer; models a CLI could read as an option ([`approval_integrity`]) |
+//! | host-path redaction | agent output with host paths glued to any byte, percent- and JSON-escaped, behind `/proc/self/root`, in other workdirs and users' homes, read back from the approval, the task, its result and its events ([`redaction`]) |
 //!
 //! Property tests run beside it, from `scripts/soak.sh` (they are cargo
 //! tests, with `PROPTEST_CASES` set by the profile).
@@ -28,6 +29,7 @@ mod kills;
 mod oauth_fetch;
 mod oauth_flood;
 mod paths;
+mod redaction;
 mod swap;
 
 use std::path::{Path, PathBuf};
@@ -93,7 +95,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         profile: args.profile,
     };
     let started = std::time::Instant::now();
-    let checks: [(&str, Check); 6] = [
+    let checks: [(&str, Check); 10] = [
         ("hostile paths", paths::run),
         ("symlink swap", swap::run),
         ("SIGKILL", kills::run),
@@ -103,6 +105,7 @@ pub fn run(args: &SoakArgs) -> Result<bool, String> {
         ("OAuth metadata documents", oauth_fetch::run),
         ("OAuth registration flood", oauth_flood::run),
         ("approval integrity", approval_integrity::run),
+        ("host-path redaction", redaction::run),
     ];
     let mut outcomes = Vec::new();
     for (name, check) in checks {
