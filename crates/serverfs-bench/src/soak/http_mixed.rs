@@ -110,7 +110,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         })
         .filter(|(_, count)| *count > 0)
         .collect();
-    loudest.sort_by(|a, b| b.1.cmp(&a.1));
+    loudest.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
     let loudest = loudest
         .iter()
         .take(4)
