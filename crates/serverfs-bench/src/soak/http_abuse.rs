@@ -52,23 +52,19 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     raise_own_file_limit();
     let calls = setup.profile.pick(2_000, 5_000);
     let flood = setup.profile.pick(5_000, 20_000);
-    let (tmp, root) = super::scratch()?;
-    std::fs::write(root.join("a.txt"), "alpha\n").map_err(|e| e.to_string())?;
-    let token_file = tmp.path().join("tokens.json");
-    let token = create_token(setup, &token_file, "legitimate")?;
     // The flood has a token of its own: it must not exhaust another's.
-    let flood_token = create_token(setup, &token_file, "flood")?;
-    let mut command = Command::new("prlimit");
-    command
-        .arg("--nofile=1024:1024")
-        .arg(&setup.serverfs)
-        .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
-        .arg(format!("w={}", text(&root)?))
-        .env_clear()
-        .env("SERVERFS_TOKEN_FILE", &token_file);
-    let mut served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
+    let rig = HttpRig::start(
+        setup,
+        &["legitimate", "flood"],
+        RigOptions {
+            oauth: false,
+            file_limit: true,
+        },
+    )?;
+    let (token, flood_token) = (&rig.tokens[0], &rig.tokens[1]);
+    let mut served = rig.served;
     let address = served.address();
-    let mut client = Legit::connect(address, &token)?;
+    let mut client = Legit::connect(address, token)?;
 
     // Warm-up (connection, caches, allocator), not counted.
     let _ = client.measure(calls / 5);
@@ -80,10 +76,10 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     });
     let slow_headers = under_attack(&mut client, calls, || trickle_headers(address));
     let flooding = under_attack(&mut client, calls, || {
-        flood_sessions(address, &flood_token, flood, Duration::ZERO)
+        flood_sessions(address, flood_token, flood, Duration::ZERO)
     });
     let rss_flood = peak_rss_mib(served.pid()).unwrap_or(0.0);
-    let slow_bodies = under_attack(&mut client, calls, || trickle_bodies(address, &token));
+    let slow_bodies = under_attack(&mut client, calls, || trickle_bodies(address, token));
     let crashed = u64::from(!served.is_running());
 
     let p99 = |samples: &Phase| quantile(&samples.latencies, 0.99);
@@ -120,6 +116,63 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
             ratio(&slow_bodies),
         ),
     }])
+}
+
+/// A `serverfs serve --http 127.0.0.1:0` for one HTTP check: a workdir `w`
+/// holding `a.txt`, a token file, and the server.
+pub(super) struct HttpRig {
+    /// The check's temporary directory (kept while the server runs).
+    pub(super) tmp: tempfile::TempDir,
+    /// One bearer token per name asked for, in that order.
+    pub(super) tokens: Vec<String>,
+    pub(super) served: Served,
+}
+
+/// How an [`HttpRig`]'s server runs.
+#[derive(Clone, Copy)]
+pub(super) struct RigOptions {
+    /// `http.auth = "oauth"` (bearer tokens still accepted).
+    pub(super) oauth: bool,
+    /// Under the common 1,024 open-file limit (util-linux's `prlimit`).
+    pub(super) file_limit: bool,
+}
+
+impl HttpRig {
+    /// Creates a token for each of `token_names`, then starts the server.
+    pub(super) fn start(
+        setup: &Setup,
+        token_names: &[&str],
+        options: RigOptions,
+    ) -> Result<HttpRig, String> {
+        let (tmp, root) = super::scratch()?;
+        std::fs::write(root.join("a.txt"), "alpha\n").map_err(|e| e.to_string())?;
+        let token_file = tmp.path().join("tokens.json");
+        let tokens = token_names
+            .iter()
+            .map(|name| create_token(setup, &token_file, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut command = if options.file_limit {
+            let mut prlimit = Command::new("prlimit");
+            prlimit.arg("--nofile=1024:1024").arg(&setup.serverfs);
+            prlimit
+        } else {
+            Command::new(&setup.serverfs)
+        };
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
+            .arg(format!("w={}", text(&root)?))
+            .env_clear()
+            .env("SERVERFS_TOKEN_FILE", &token_file);
+        if options.oauth {
+            command.env("SERVERFS_HTTP_AUTH", "oauth");
+        }
+        let served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
+        Ok(HttpRig {
+            tmp,
+            tokens,
+            served,
+        })
+    }
 }
 
 /// One phase's legitimate calls.

@@ -25,16 +25,16 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use serverfs_http1::{Connection, Served};
+use serverfs_http1::Connection;
 
 use super::http_abuse::{
-    Legit, Phase, background, create_token, flood_sessions, raise_own_file_limit, trickle_headers,
+    HttpRig, Legit, Phase, RigOptions, background, flood_sessions, raise_own_file_limit,
+    trickle_headers,
 };
-use super::{Outcome, Setup, text};
+use super::{Outcome, Setup};
 use crate::measure::quantile;
 use crate::rss::{current_rss_mib, peak_rss_mib};
 
@@ -54,28 +54,18 @@ const SETTLE: Duration = Duration::from_secs(3);
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     raise_own_file_limit();
     let calls = setup.profile.pick(2_000, 10_000);
-    let tmp = tempfile::Builder::new()
-        .prefix("serverfs-soak-")
-        .tempdir()
-        .map_err(|e| format!("temp dir: {e}"))?;
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).map_err(|e| e.to_string())?;
-    std::fs::write(root.join("a.txt"), "alpha\n").map_err(|e| e.to_string())?;
-    let token_file = tmp.path().join("tokens.json");
-    let token = create_token(setup, &token_file, "legitimate")?;
-    let flood_token = create_token(setup, &token_file, "flood")?;
-    let mut command = Command::new("prlimit");
-    command
-        .arg("--nofile=1024:1024")
-        .arg(&setup.serverfs)
-        .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
-        .arg(format!("w={}", text(&root)?))
-        .env_clear()
-        .env("SERVERFS_TOKEN_FILE", &token_file)
-        .env("SERVERFS_HTTP_AUTH", "oauth");
-    let mut served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
+    let rig = HttpRig::start(
+        setup,
+        &["legitimate", "flood"],
+        RigOptions {
+            oauth: true,
+            file_limit: true,
+        },
+    )?;
+    let (token, flood_token) = (&rig.tokens[0], &rig.tokens[1]);
+    let mut served = rig.served;
     let address = served.address();
-    let mut client = Legit::connect(address, &token)?;
+    let mut client = Legit::connect(address, token)?;
 
     let _ = client.measure(calls / 5);
     let baseline = client.measure(calls);
@@ -87,9 +77,9 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
         churn_idle_sockets(address),
         trickle_headers(address),
         junk(address),
-        large_bodies(address, &token),
+        large_bodies(address, token),
         registrations(address),
-        flood_sessions(address, &flood_token, usize::MAX, Duration::from_millis(10)),
+        flood_sessions(address, flood_token, usize::MAX, Duration::from_millis(10)),
     ];
     let attacked = client.measure(calls);
     for stop in stoppers {

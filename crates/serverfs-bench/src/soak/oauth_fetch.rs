@@ -15,15 +15,14 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serverfs_http1::{Connection, Served};
+use serverfs_http1::Connection;
 
-use super::http_abuse::create_token;
-use super::{Outcome, Setup, scratch, text};
+use super::http_abuse::{HttpRig, RigOptions};
+use super::{Outcome, Setup};
 use crate::rss::{current_rss_mib, peak_rss_mib};
 
 /// Concurrent `/authorize` requests per round (the ten clients).
@@ -37,18 +36,16 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let rounds = setup.profile.pick(4, 20);
-    let (tmp, root) = scratch()?;
-    let token_file = tmp.path().join("tokens.json");
-    create_token(setup, &token_file, "owner")?;
+    let rig = HttpRig::start(
+        setup,
+        &["owner"],
+        RigOptions {
+            oauth: true,
+            file_limit: false,
+        },
+    )?;
     let documents = DocumentServer::start()?;
-    let mut command = Command::new(&setup.serverfs);
-    command
-        .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
-        .arg(format!("w={}", text(&root)?))
-        .env_clear()
-        .env("SERVERFS_TOKEN_FILE", &token_file)
-        .env("SERVERFS_HTTP_AUTH", "oauth");
-    let mut served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
+    let mut served = rig.served;
     let address = served.address();
 
     // One refused fetch first, so the baseline includes the fetcher's own

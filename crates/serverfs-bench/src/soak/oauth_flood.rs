@@ -11,7 +11,6 @@
 //! 18.9 MB and slowed every OAuth call about 500×.
 
 use std::net::SocketAddr;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,10 +18,11 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
-use serverfs_http1::{Connection, Response, Served};
+use serverfs_http1::{Connection, Response};
 use sha2::{Digest, Sha256};
 
-use super::{Outcome, Setup, text};
+use super::http_abuse::{HttpRig, RigOptions};
+use super::{Outcome, Setup};
 use crate::measure::{millis, quantile};
 use crate::rss::peak_rss_mib;
 
@@ -36,19 +36,18 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let calls = setup.profile.pick(300, 1_000);
-    let (tmp, root) = super::scratch()?;
-    let token_file = tmp.path().join("tokens.json");
-    let owner = super::http_abuse::create_token(setup, &token_file, "owner")?;
-    let mut command = Command::new(&setup.serverfs);
-    command
-        .args(["serve", "--http", "127.0.0.1:0", "--workdir"])
-        .arg(format!("w={}", text(&root)?))
-        .env_clear()
-        .env("SERVERFS_TOKEN_FILE", &token_file)
-        .env("SERVERFS_HTTP_AUTH", "oauth");
-    let mut served = Served::start(command).map_err(|e| format!("serverfs --http: {e}"))?;
+    let rig = HttpRig::start(
+        setup,
+        &["owner"],
+        RigOptions {
+            oauth: true,
+            file_limit: false,
+        },
+    )?;
+    let owner = &rig.tokens[0];
+    let mut served = rig.served;
     let address = served.address();
-    let mut legit = Legit::grant(address, &owner)?;
+    let mut legit = Legit::grant(address, owner)?;
 
     // Warm-up, not counted.
     let _ = legit.measure(calls / 5, || true);
@@ -61,7 +60,7 @@ pub fn run(setup: &Setup) -> Result<Vec<Outcome>, String> {
     let (sent, stored) = flood.stop();
     let rss_after = peak_rss_mib(served.pid()).unwrap_or(0.0);
     let crashed = u64::from(!served.is_running());
-    let state_bytes = state_bytes(&tmp.path().join("oauth.sqlite3"));
+    let state_bytes = state_bytes(&rig.tmp.path().join("oauth.sqlite3"));
 
     let base = quantile(&baseline.latencies, 0.99).max(f64::EPSILON);
     let ratio = if under.latencies.is_empty() {

@@ -791,20 +791,8 @@ async fn legacy_resource_read(url: &str, token: &str, uri: &str) -> (u16, String
 /// needs every scope (fail closed).
 #[tokio::test]
 async fn resources_and_unknown_methods_need_scopes_in_both_protocol_eras() {
-    let x = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/oauth/idp-ed25519.x"
-    ))
-    .unwrap();
-    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]});
-    let (jwks_base, _served) = serve_json(|_| jwks.to_string()).await;
-    let issuer = "https://idp.example";
-    let jwks_url = format!("{jwks_base}/jwks.json");
-    let s = OAuth::start(&[
-        ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", issuer),
-        ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
-    ])
-    .await;
+    let issuer = IDP_ISSUER;
+    let (s, _idp) = OAuth::with_idp().await;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -1508,17 +1496,28 @@ pub(crate) fn idp_jwks() -> Value {
     json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x.trim(), "kid": "idp", "alg": "EdDSA", "use": "sig"}]})
 }
 
+/// The external issuer of [`OAuth::with_idp`].
+const IDP_ISSUER: &str = "https://idp.example";
+
+impl OAuth {
+    /// An OAuth server that also accepts [`IDP_ISSUER`]'s JWTs, its keys
+    /// ([`idp_jwks`]) served on loopback by the returned task.
+    async fn with_idp() -> (OAuth, tokio::task::JoinHandle<()>) {
+        let (jwks_base, served) = serve_json(|_| idp_jwks().to_string()).await;
+        let jwks_url = format!("{jwks_base}/jwks.json");
+        let s = OAuth::start(&[
+            ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", IDP_ISSUER),
+            ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
+        ])
+        .await;
+        (s, served)
+    }
+}
+
 #[tokio::test]
 async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
-    let jwks = idp_jwks();
-    let (jwks_base, _served) = serve_json(|_| jwks.to_string()).await;
-    let issuer = "https://idp.example";
-    let jwks_url = format!("{jwks_base}/jwks.json");
-    let s = OAuth::start(&[
-        ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", issuer),
-        ("SERVERFS_HTTP_OAUTH_EXTERNAL_JWKS_URL", &jwks_url),
-    ])
-    .await;
+    let issuer = IDP_ISSUER;
+    let (s, _idp) = OAuth::with_idp().await;
     let prm: Value = get_json(&format!(
         "{}/.well-known/oauth-protected-resource/mcp",
         s.origin
@@ -1599,7 +1598,7 @@ async fn an_external_issuers_jwts_are_checked_for_signature_issuer_audience_and_
     // The same keys from a local JWKS file.
     let keys = tempfile::tempdir().unwrap();
     let jwks_file = keys.path().join("jwks.json");
-    std::fs::write(&jwks_file, jwks.to_string()).unwrap();
+    std::fs::write(&jwks_file, idp_jwks().to_string()).unwrap();
     let jwks_file = jwks_file.display().to_string();
     let from_file = OAuth::start(&[
         ("SERVERFS_HTTP_OAUTH_EXTERNAL_ISSUER", issuer),
