@@ -68,19 +68,13 @@ pub fn stamp(path: &Path) -> Option<FileStamp> {
 /// [`PrivateFileError::Write`].
 pub fn write(path: &Path, text: &str) -> Result<(), PrivateFileError> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     ensure_dir(path)?;
     let written = |source| PrivateFileError::Write {
         path: path.to_path_buf(),
         source,
     };
     let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(written)?;
+    let mut file = create_private(&temp).map_err(written)?;
     let outcome = file
         .write_all(text.as_bytes())
         .and_then(|()| file.write_all(b"\n"))
@@ -121,7 +115,6 @@ pub fn lock(path: &Path) -> Result<OwnedFd, PrivateFileError> {
     Ok(fd)
 }
 
-/// Creates `path`'s directory (0700) when missing.
 /// Creates `path` empty with mode 0600 (its directory 0700) unless it
 /// exists, so that a file another program fills in (SQLite) is private
 /// from its first byte.
@@ -130,14 +123,8 @@ pub fn lock(path: &Path) -> Result<OwnedFd, PrivateFileError> {
 ///
 /// [`PrivateFileError::Write`].
 pub fn create_empty(path: &Path) -> Result<(), PrivateFileError> {
-    use std::os::unix::fs::OpenOptionsExt;
     ensure_dir(path)?;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
+    match create_private(path) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(source) => Err(PrivateFileError::Write {
@@ -147,6 +134,17 @@ pub fn create_empty(path: &Path) -> Result<(), PrivateFileError> {
     }
 }
 
+/// A new file at `path` (never an existing one) of mode 0600, for writing.
+fn create_private(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates `path`'s directory (0700) when missing.
 fn ensure_dir(path: &Path) -> Result<(), PrivateFileError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = path

@@ -218,7 +218,6 @@ fn retired_hashes_expire_with_the_token_they_were() {
 
 #[test]
 fn a_json_state_file_beside_is_imported_once_and_kept_aside() {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("oauth.json");
     let mut old = grant("g", "c", "r1", u64::MAX / 4);
@@ -229,14 +228,7 @@ fn a_json_state_file_beside_is_imported_once_and_kept_aside() {
         grants: vec![old],
         approval_codes: vec![],
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&json)
-        .unwrap();
-    std::io::Write::write_all(&mut file, serde_json::to_string(&state).unwrap().as_bytes())
-        .unwrap();
+    crate::private_file::write(&json, &serde_json::to_string(&state).unwrap()).unwrap();
     let store = OAuthStore::new(dir.path().join("oauth.sqlite3"));
     let seen = store.inspect().unwrap();
     assert_eq!(
